@@ -1,0 +1,77 @@
+"""Judge data: read OpenJudge / RewardBench2 rows, validate, render prompts, write verl parquet.
+
+The public API is re-exported here; the work lives in the private-by-convention modules
+(`readers`, `prepare`, `templates`, ...). Nothing here imports mlflow, ray or prefect.
+"""
+
+from judgeflow.data.errors import (
+    DataError,
+    DataFileNotFoundError,
+    DataValidationError,
+    RowIssue,
+)
+from judgeflow.data.examples import (
+    Example,
+    Mode,
+    Origin,
+    PairwiseExample,
+    PointwiseExample,
+    Preference,
+)
+from judgeflow.data.io import atomic_write_bytes, atomic_write_text, sha256_file
+from judgeflow.data.prepare import (
+    PrepareResult,
+    output_paths,
+    prepare_judge,
+    prompt_lengths,
+    render_messages,
+    to_verl_row,
+)
+from judgeflow.data.readers import (
+    DroppedRow,
+    InputFormat,
+    ReadResult,
+    SourceFormat,
+    detect_format,
+    iter_records,
+    read_examples,
+)
+from judgeflow.data.templates import (
+    PAIRWISE_TEMPLATE,
+    POINTWISE_TEMPLATE,
+    render_pairwise,
+    render_pointwise,
+)
+
+__all__ = [
+    "PAIRWISE_TEMPLATE",
+    "POINTWISE_TEMPLATE",
+    "DataError",
+    "DataFileNotFoundError",
+    "DataValidationError",
+    "DroppedRow",
+    "Example",
+    "InputFormat",
+    "Mode",
+    "Origin",
+    "PairwiseExample",
+    "PointwiseExample",
+    "Preference",
+    "PrepareResult",
+    "ReadResult",
+    "RowIssue",
+    "SourceFormat",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "detect_format",
+    "iter_records",
+    "output_paths",
+    "prepare_judge",
+    "prompt_lengths",
+    "read_examples",
+    "render_messages",
+    "render_pairwise",
+    "render_pointwise",
+    "sha256_file",
+    "to_verl_row",
+]

@@ -1,0 +1,175 @@
+"""Atomic file writes and small path helpers for data outputs.
+
+A prepared parquet file is an input to a long GPU job and a cache entry; a half-written file
+must never sit at the destination. Local writes go to a temporary file in the destination's
+directory and are published with `os.replace` (atomic on POSIX); on failure the previous file
+is untouched and the temporary file is removed. URLs (`s3://…`, `memory://…`) go through fsspec,
+where object stores publish an object only when it is closed; on failure we discard it when the
+filesystem supports that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+PathLike = str | os.PathLike[str]
+
+
+def is_url(path: PathLike) -> bool:
+    """True for fsspec URLs other than `file://` (those are treated as local paths)."""
+    text = os.fspath(path)
+    return "://" in text and not text.startswith("file://")
+
+
+def local_path(path: PathLike) -> Path:
+    """A local `Path` for a plain path or a `file://` URL."""
+    text = os.fspath(path)
+    return Path(text.removeprefix("file://"))
+
+
+@contextlib.contextmanager
+def atomic_writer(path: PathLike) -> Iterator[IO[bytes]]:
+    """Open `path` for binary writing so that it appears complete or not at all."""
+    if is_url(path):
+        with _url_writer(os.fspath(path)) as handle:
+            yield handle
+        return
+    dest = local_path(path)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, dest)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+
+
+@contextlib.contextmanager
+def _url_writer(url: str) -> Iterator[IO[bytes]]:
+    import fsspec
+
+    fs, fs_path = fsspec.core.url_to_fs(url)
+    parent = fs._parent(fs_path)
+    if parent:
+        with contextlib.suppress(Exception):
+            fs.makedirs(parent, exist_ok=True)
+    handle: Any = fs.open(fs_path, "wb")
+    try:
+        yield handle
+    except BaseException:
+        if hasattr(handle, "discard"):
+            handle.discard()
+        raise
+    handle.close()
+
+
+def atomic_write_bytes(path: PathLike, data: bytes) -> None:
+    """Write `data` to `path` atomically."""
+    with atomic_writer(path) as handle:
+        handle.write(data)
+
+
+def atomic_write_text(path: PathLike, text: str) -> None:
+    """Write UTF-8 `text` to `path` atomically."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def write_parquet_atomic(table: pa.Table, path: PathLike) -> None:
+    """Write a parquet table atomically."""
+    with atomic_writer(path) as handle:
+        pq.write_table(table, handle)
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    """A parquet file's bytes, for callers that hash or stage a file before publishing it."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def atomic_write_many(files: Sequence[tuple[PathLike, bytes]]) -> None:
+    """Publish several files together: all temporary files are written and synced first, then
+    renamed in the given order (put the file that marks completion, e.g. a report, last).
+
+    A failure while writing leaves every destination untouched and removes all temporary files.
+    Only a failing rename (same directory, so practically never) can publish some and not
+    others. URLs are written one by one in order (object stores have no multi-object commit).
+    """
+    local = [(local_path(p), data) for p, data in files if not is_url(p)]
+    staged: list[tuple[str, Path]] = []
+    try:
+        for dest, data in local:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+            staged.append((tmp_name, dest))
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        while staged:
+            tmp_name, dest = staged[0]
+            os.replace(tmp_name, dest)
+            staged.pop(0)
+    finally:
+        for tmp_name, _ in staged:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp_name)
+    for path, data in files:
+        if is_url(path):
+            atomic_write_bytes(path, data)
+
+
+def open_binary(path: PathLike) -> IO[bytes]:
+    """Open a local path or fsspec URL for binary reading."""
+    if is_url(path):
+        import fsspec
+
+        handle: Any = fsspec.open(os.fspath(path), "rb").open()
+        return handle
+    return local_path(path).open("rb")
+
+
+def exists(path: PathLike) -> bool:
+    """Whether a local path or fsspec URL exists."""
+    if is_url(path):
+        import fsspec
+
+        fs, fs_path = fsspec.core.url_to_fs(os.fspath(path))
+        return bool(fs.exists(fs_path))
+    return local_path(path).exists()
+
+
+def remove(path: PathLike) -> None:
+    """Delete a local path or fsspec URL if it exists."""
+    if is_url(path):
+        import fsspec
+
+        fs, fs_path = fsspec.core.url_to_fs(os.fspath(path))
+        if fs.exists(fs_path):
+            fs.rm(fs_path)
+        return
+    with contextlib.suppress(FileNotFoundError):
+        local_path(path).unlink()
+
+
+def sha256_file(path: PathLike, chunk_size: int = 1 << 20) -> str:
+    """Hex sha256 of a file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with open_binary(path) as handle:
+        while chunk := handle.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,56 @@
+"""Row builders for the data tests (a uniquely named module, so no clash with other conftests)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def pointwise_row(
+    query: str = "What is 2 + 2?",
+    response: str = "2 + 2 = 4.",
+    label: Any = 4,
+    source: str | None = "unit",
+) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "input": [{"role": "user", "content": query}],
+        "output": [
+            {"answer": {"role": "assistant", "content": response, "label": {"helpfulness": label}}}
+        ],
+    }
+    if source is not None:
+        row["source"] = source
+    return row
+
+
+def pairwise_row(
+    query: str = "Capital of France?",
+    a: str = "Paris.",
+    b: str = "Lyon.",
+    preference: Any = "A",
+    source: str = "unit",
+) -> dict[str, Any]:
+    return {
+        "input": [{"role": "user", "content": query}],
+        "output": [
+            {"answer": {"role": "assistant", "content": a, "label": {"preference": preference}}},
+            {"answer": {"role": "assistant", "content": b, "label": {"preference": preference}}},
+        ],
+        "source": source,
+    }
+
+
+def rb2_row(
+    i: int,
+    chosen: Sequence[str] = ("good",),
+    rejected: Sequence[str] = ("bad 1", "bad 2", "bad 3"),
+    subset: str = "Factuality",
+    prompt: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "id": str(i),
+        "prompt": prompt if prompt is not None else f"question {i}?",
+        "chosen": list(chosen),
+        "rejected": list(rejected),
+        "subset": subset,
+    }
