@@ -1,0 +1,332 @@
+"""GRPO with TRL's `GRPOTrainer`: the local (CPU / one GPU) engine for the judge recipes.
+
+It reads the same verl RL parquet and scores with the same verl `compute_score` functions as the
+cluster engine, so a run here differs from a verl run only in scale. Metrics leave through an
+injected sink (the caller decides where they go: MLflow, a list in a test), never through TRL's
+own integrations.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from transformers import TrainerCallback
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+
+__all__ = [
+    "GrpoParams",
+    "MetricsSink",
+    "Progress",
+    "TrainResult",
+    "load_rl_parquet",
+    "map_trl_logs",
+    "reward_functions",
+    "train_grpo",
+]
+
+RewardName = Literal["pointwise", "pairwise", "grrm"]
+MetricsSink = Callable[[dict[str, float], int], None]
+Progress = Callable[[int, int], None]
+
+#: Columns the reward adapter reads; TRL hands every non-prompt column to reward functions.
+_REWARD_COLUMNS = ("data_source", "reward_model", "extra_info")
+_FORMAT_FAILURE = "format_failure"
+#: TRL 0.24 log keys -> the stable names judgeflow reports (same names for every engine).
+_RENAMES = {
+    "reward": "reward_mean",
+    "reward_std": "reward_std",
+    "frac_reward_zero_std": "zero_std_frac",
+    "kl": "kl",
+    "loss": "loss",
+    "completions/mean_length": "completion_length",
+    f"rewards/{_FORMAT_FAILURE}/mean": "format_failure_rate",
+    "learning_rate": "learning_rate",
+}
+_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_\-. /]")  # what MLflow accepts in a metric name
+
+
+@dataclass(frozen=True)
+class GrpoParams:
+    """Engine-neutral GRPO knobs; the run configuration maps onto these.
+
+    Batch shape: each optimizer step generates `prompts_per_step * num_generations` completions
+    and back-propagates them `micro_batch_size` at a time (gradient accumulation makes up the rest).
+    """
+
+    model_path: str
+    output_dir: str
+    reward: RewardName
+    learning_rate: float = 1e-6
+    num_generations: int = 4
+    prompts_per_step: int = 1
+    micro_batch_size: int = 4
+    max_prompt_length: int = 4096
+    max_completion_length: int = 2048
+    max_steps: int = -1  # -1: run num_train_epochs
+    num_train_epochs: float = 1.0
+    beta: float = 0.001  # KL coefficient; 0 switches the reference model off
+    temperature: float = 1.0
+    top_p: float = 1.0
+    loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo"] = "dapo"
+    scale_rewards: Literal["group", "batch", "none"] = "group"  # "none": GRPO without std
+    lr_scheduler_type: str = "constant"
+    warmup_ratio: float = 0.0
+    max_grad_norm: float = 1.0
+    save_steps: int = 20
+    save_total_limit: int | None = None
+    logging_steps: int = 1
+    eval_steps: int | None = None  # None: evaluate every save_steps when an eval file is given
+    seed: int = 0
+    use_cpu: bool | None = None  # None: CPU exactly when CUDA is unavailable
+    bf16: bool | None = None  # None: bf16 on a GPU that supports it, fp32 otherwise
+    gradient_checkpointing: bool = False
+    cpu_threads: int | None = None  # None: at most the CPUs this process may use
+
+    def __post_init__(self) -> None:
+        completions = self.prompts_per_step * self.num_generations
+        if self.num_generations < 2:
+            raise ValueError(f"num_generations must be at least 2 (got {self.num_generations})")
+        if self.prompts_per_step < 1 or self.micro_batch_size < 1:
+            raise ValueError("prompts_per_step and micro_batch_size must be positive")
+        if completions % self.micro_batch_size:
+            raise ValueError(
+                f"prompts_per_step * num_generations ({completions}) must be a multiple of "
+                f"micro_batch_size ({self.micro_batch_size})"
+            )
+
+    @property
+    def gradient_accumulation_steps(self) -> int:
+        return self.prompts_per_step * self.num_generations // self.micro_batch_size
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """Where the trained model is and how the run ended."""
+
+    final_model_dir: Path  # model + tokenizer, save_pretrained layout
+    last_checkpoint: Path | None
+    global_step: int
+    resumed_from: Path | None
+    metrics: dict[str, float] = field(default_factory=dict)  # last step's metrics + run summary
+
+
+def train_grpo(
+    params: GrpoParams,
+    train_file: str | Path,
+    *,
+    eval_file: str | Path | None = None,
+    metrics_sink: MetricsSink | None = None,
+    progress: Progress | None = None,
+    resume: bool = True,
+) -> TrainResult:
+    """Train with GRPO on a verl RL parquet; resume from the newest checkpoint when there is one."""
+    from transformers.trainer_utils import get_last_checkpoint
+    from trl import GRPOTrainer
+
+    _limit_cpu_threads(params)
+    output_dir = Path(params.output_dir)
+    resumed_from = None
+    if resume and output_dir.is_dir():
+        last = get_last_checkpoint(str(output_dir))
+        resumed_from = Path(last) if last else None
+
+    recorder = _MetricsCallback(metrics_sink, progress)
+    reward_funcs: list[Any] = [*reward_functions(params.reward)]
+    trainer = GRPOTrainer(
+        model=params.model_path,
+        reward_funcs=reward_funcs,
+        args=_grpo_config(params, has_eval=eval_file is not None),
+        train_dataset=load_rl_parquet(train_file),
+        eval_dataset=load_rl_parquet(eval_file) if eval_file is not None else None,
+        processing_class=_tokenizer(params.model_path),
+        callbacks=[recorder],
+    )
+    trainer.train(resume_from_checkpoint=str(resumed_from) if resumed_from else None)
+
+    final_dir = output_dir / "final"
+    trainer.save_model(str(final_dir))  # writes the tokenizer too (it is the processing class)
+    last = get_last_checkpoint(str(output_dir))
+    return TrainResult(
+        final_model_dir=final_dir,
+        last_checkpoint=Path(last) if last else None,
+        global_step=trainer.state.global_step,
+        resumed_from=resumed_from,
+        metrics=dict(recorder.latest),
+    )
+
+
+def load_rl_parquet(path: str | Path) -> Dataset:
+    """The verl parquet as a `datasets.Dataset` with the prompt and the reward inputs only."""
+    import pyarrow.parquet as pq
+    from datasets import Dataset
+
+    table = pq.read_table(str(path))
+    if "prompt" not in table.column_names:
+        raise ValueError(f"{path}: no 'prompt' column (columns: {table.column_names})")
+    if "reward_model" not in table.column_names:
+        raise ValueError(f"{path}: no 'reward_model' column (columns: {table.column_names})")
+    keep = ["prompt", *(c for c in _REWARD_COLUMNS if c in table.column_names)]
+    return Dataset(table.select(keep))  # in memory: no datasets cache directory to manage
+
+
+def reward_functions(reward: str) -> list[Callable[..., list[float]]]:
+    """TRL reward functions over `judgeflow.rewards.<reward>.compute_score`.
+
+    The first pays the verl `score`; the second reports `1 - valid_answer` and is given weight
+    0, so TRL logs the format-failure rate (`rewards/format_failure/mean`) without paying it.
+    """
+    compute_score = importlib.import_module(f"judgeflow.rewards.{reward}").compute_score
+
+    def results(completions: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        n = len(completions)
+        sources = kwargs.get("data_source") or [""] * n
+        extras = kwargs.get("extra_info") or [None] * n
+        return [
+            compute_score(source, _completion_text(c), (rm or {}).get("ground_truth"), extra)
+            for c, rm, source, extra in zip(
+                completions, kwargs["reward_model"], sources, extras, strict=True
+            )
+        ]
+
+    def score(completions: Sequence[Any], **kwargs: Any) -> list[float]:
+        return [float(r["score"]) for r in results(completions, kwargs)]
+
+    def format_failure(completions: Sequence[Any], **kwargs: Any) -> list[float]:
+        return [1.0 - float(r["valid_answer"]) for r in results(completions, kwargs)]
+
+    score.__name__ = reward  # TRL names the per-function metrics after __name__
+    format_failure.__name__ = _FORMAT_FAILURE
+    return [score, format_failure]
+
+
+def map_trl_logs(logs: Mapping[str, Any]) -> dict[str, float]:
+    """TRL/Trainer log keys -> judgeflow metric names (`train/…`, `val/…`, `train/summary/…`).
+
+    The end-of-training summary (`train_runtime`, `train_loss`, …) goes under `train/summary/`
+    so it cannot overwrite the last step's `train/loss`.
+    """
+    summary = "train_runtime" in logs
+    out: dict[str, float] = {}
+    for key, value in logs.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if summary:
+            name = f"train/summary/{key.removeprefix('train_')}"
+        elif key.startswith("eval_"):
+            base = key.removeprefix("eval_")
+            name = f"val/{_RENAMES.get(base, base)}"
+        else:
+            name = f"train/{_RENAMES.get(key, key)}"
+        out[_UNSAFE_NAME_CHARS.sub("_", name)] = float(value)
+    return out
+
+
+class _MetricsCallback(TrainerCallback):
+    """Streams renamed metrics to the sink on every log, and reports step progress."""
+
+    def __init__(self, sink: MetricsSink | None, progress: Progress | None) -> None:
+        self.sink = sink
+        self.progress = progress
+        self.latest: dict[str, float] = {}
+
+    def on_log(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        logs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if not state.is_world_process_zero or not logs:
+            return
+        metrics = map_trl_logs(logs)
+        self.latest.update(metrics)
+        if self.sink is not None and metrics:
+            self.sink(metrics, state.global_step)
+
+    def on_step_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
+        if self.progress is not None and state.is_world_process_zero:
+            self.progress(state.global_step, state.max_steps)
+
+
+def _grpo_config(params: GrpoParams, *, has_eval: bool) -> Any:
+    import torch
+    from trl import GRPOConfig
+
+    use_cpu = not torch.cuda.is_available() if params.use_cpu is None else params.use_cpu
+    bf16 = params.bf16
+    if bf16 is None:  # GRPOConfig would default to bf16 even on CPU
+        bf16 = not use_cpu and torch.cuda.is_bf16_supported()
+    eval_steps = params.eval_steps or params.save_steps
+    return GRPOConfig(
+        output_dir=params.output_dir,
+        learning_rate=params.learning_rate,
+        lr_scheduler_type=params.lr_scheduler_type,
+        warmup_ratio=params.warmup_ratio,
+        max_grad_norm=params.max_grad_norm,
+        per_device_train_batch_size=params.micro_batch_size,
+        gradient_accumulation_steps=params.gradient_accumulation_steps,
+        num_generations=params.num_generations,
+        max_prompt_length=params.max_prompt_length,
+        max_completion_length=params.max_completion_length,
+        max_steps=params.max_steps,
+        num_train_epochs=params.num_train_epochs,
+        beta=params.beta,
+        temperature=params.temperature,
+        top_p=params.top_p,
+        loss_type=params.loss_type,
+        scale_rewards=params.scale_rewards,
+        reward_weights=[1.0, 0.0],  # the score pays; the format-failure probe only reports
+        save_strategy="steps",
+        save_steps=params.save_steps,
+        save_total_limit=params.save_total_limit,
+        logging_steps=params.logging_steps,
+        eval_strategy="steps" if has_eval else "no",
+        eval_steps=eval_steps if has_eval else None,
+        per_device_eval_batch_size=params.num_generations,  # whole prompt groups
+        seed=params.seed,
+        use_cpu=use_cpu,
+        bf16=bf16,
+        gradient_checkpointing=params.gradient_checkpointing,
+        use_vllm=False,
+        dataloader_num_workers=0,
+        report_to="none",  # metrics leave through the sink only
+        log_completions=False,
+    )
+
+
+def _tokenizer(model_path: str) -> Any:
+    from transformers import AutoTokenizer
+
+    # Left truncation keeps the end of an over-long judge prompt: the output format instructions.
+    return AutoTokenizer.from_pretrained(model_path, truncation_side="left")
+
+
+def _completion_text(completion: Any) -> str:
+    """Conversational completions are `[{"role": "assistant", "content": …}]`; take the text."""
+    if isinstance(completion, str):
+        return completion
+    return "".join(str(m.get("content", "")) for m in completion if m.get("role") == "assistant")
+
+
+def _limit_cpu_threads(params: GrpoParams) -> None:
+    """Do not run more torch threads than CPUs we may use (containers report the host's)."""
+    import torch
+
+    if params.use_cpu is False:
+        return
+    allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    threads = params.cpu_threads or min(torch.get_num_threads(), allowed or 1)
+    if threads != torch.get_num_threads():
+        torch.set_num_threads(max(1, threads))

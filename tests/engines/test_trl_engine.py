@@ -1,0 +1,185 @@
+"""GRPO with TRL on the tiny model: trains, streams named metrics, checkpoints and resumes."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from judgeflow.dev import build_tiny_model
+from judgeflow.engines.trl import GrpoParams, map_trl_logs, reward_functions, train_grpo
+
+NAMED_METRICS = {
+    "train/reward_mean",
+    "train/reward_std",
+    "train/zero_std_frac",
+    "train/kl",
+    "train/loss",
+    "train/completion_length",
+    "train/format_failure_rate",
+    "train/learning_rate",
+}
+
+
+def _row(i: int) -> dict[str, Any]:
+    """One verl RL row (the format `prepare` writes), pointwise ground truth."""
+    return {
+        "data_source": "tiny/pointwise",
+        "prompt": [
+            {"role": "user", "content": f"# Query\nWhat is {i} + {i}?\n# Response\n{2 * i}\n"}
+        ],
+        "ability": "judge",
+        "reward_model": {"style": "rule", "ground_truth": {"helpfulness": i % 5}},
+        "extra_info": {"split": "train", "index": i},
+    }
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("grpo")
+    model = build_tiny_model(root / "tiny")
+    train = root / "train.parquet"
+    pq.write_table(pa.Table.from_pylist([_row(i) for i in range(8)]), train)
+    return model, train
+
+
+def _params(model: Path, out: Path, max_steps: int) -> GrpoParams:
+    return GrpoParams(
+        model_path=str(model),
+        output_dir=str(out),
+        reward="pointwise",
+        learning_rate=1e-4,
+        num_generations=4,
+        prompts_per_step=2,
+        micro_batch_size=4,
+        max_prompt_length=128,
+        max_completion_length=16,
+        max_steps=max_steps,
+        save_steps=1,
+        use_cpu=True,
+    )
+
+
+def test_trains_streams_metrics_and_resumes(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    model, train = setup
+    out = tmp_path / "run"
+    logged: list[tuple[int, dict[str, float]]] = []
+    steps: list[tuple[int, int]] = []
+
+    first = train_grpo(
+        _params(model, out, max_steps=2),
+        train,
+        metrics_sink=lambda m, s: logged.append((s, m)),
+        progress=lambda step, total: steps.append((step, total)),
+    )
+
+    assert first.global_step == 2 and first.resumed_from is None
+    assert first.last_checkpoint == out / "checkpoint-2"
+    assert (out / "checkpoint-1").is_dir()
+    assert (first.final_model_dir / "model.safetensors").is_file()
+    assert (first.final_model_dir / "tokenizer.json").is_file()
+    assert steps == [(1, 2), (2, 2)]
+    per_step = {s: m for s, m in logged if "train/loss" in m}
+    assert sorted(per_step) == [1, 2]
+    for metrics in per_step.values():
+        assert metrics.keys() >= NAMED_METRICS
+        assert all(math.isfinite(metrics[k]) for k in NAMED_METRICS)
+        assert 0.0 <= metrics["train/format_failure_rate"] <= 1.0
+        assert 0.0 <= metrics["train/zero_std_frac"] <= 1.0
+        assert metrics["train/learning_rate"] == pytest.approx(1e-4)
+        assert 0 < metrics["train/completion_length"] <= 16
+    assert "train/summary/runtime" in first.metrics
+    assert first.metrics.keys() >= NAMED_METRICS
+
+    logged.clear()
+    steps.clear()
+    second = train_grpo(
+        _params(model, out, max_steps=3),
+        train,
+        metrics_sink=lambda m, s: logged.append((s, m)),
+        progress=lambda step, total: steps.append((step, total)),
+    )
+
+    assert second.resumed_from == out / "checkpoint-2"
+    assert second.global_step == 3
+    assert steps == [(3, 3)]  # continued, did not start over
+    assert [s for s, m in logged if "train/loss" in m] == [3]
+    assert second.last_checkpoint == out / "checkpoint-3"
+
+
+def test_reward_adapter_scores_conversational_completions() -> None:
+    score, format_failure = reward_functions("pointwise")
+    completions = [
+        [{"role": "assistant", "content": "<think>fine</think><score>3</score>"}],
+        [{"role": "assistant", "content": "<think>close</think><score>4</score>"}],
+        [{"role": "assistant", "content": "no verdict"}],
+        "<score>0</score>",  # plain-text prompts give plain-text completions
+    ]
+    kwargs: dict[str, Any] = {
+        "prompts": [[{"role": "user", "content": "q"}]] * 4,
+        "reward_model": [
+            {"style": "rule", "ground_truth": {"helpfulness": 3}},
+            {"style": "rule", "ground_truth": {"helpfulness": 2}},
+            {"style": "rule", "ground_truth": {"helpfulness": 0}},
+            {"style": "rule", "ground_truth": 0},
+        ],
+        "data_source": ["d"] * 4,
+        "extra_info": [{"index": i} for i in range(4)],
+        "trainer_state": None,
+    }
+    assert score(completions=completions, **kwargs) == [1.0, 0.5, 0.0, 1.0]
+    assert format_failure(completions=completions, **kwargs) == [0.0, 0.0, 1.0, 0.0]
+    assert (score.__name__, format_failure.__name__) == ("pointwise", "format_failure")
+
+
+def test_trl_log_keys_map_to_stable_names() -> None:
+    step = map_trl_logs(
+        {
+            "loss": 0.5,
+            "reward": 0.25,
+            "frac_reward_zero_std": 0.75,
+            "completions/mean_length": 12.0,
+            "rewards/format_failure/mean": 0.1,
+            "rewards/pointwise/mean": 0.25,
+            "weird key(1)": 3,
+            "note": "not a number",
+            "flag": True,
+        }
+    )
+    assert step == {
+        "train/loss": 0.5,
+        "train/reward_mean": 0.25,
+        "train/zero_std_frac": 0.75,
+        "train/completion_length": 12.0,
+        "train/format_failure_rate": 0.1,
+        "train/rewards/pointwise/mean": 0.25,
+        "train/weird key_1_": 3.0,
+    }
+    assert map_trl_logs({"eval_reward": 0.5, "eval_loss": 0.1}) == {
+        "val/reward_mean": 0.5,
+        "val/loss": 0.1,
+    }
+    summary = map_trl_logs({"train_runtime": 1.5, "train_loss": 0.2, "epoch": 1.0})
+    assert summary == {
+        "train/summary/runtime": 1.5,
+        "train/summary/loss": 0.2,
+        "train/summary/epoch": 1.0,
+    }
+
+
+def test_batch_shape_is_validated() -> None:
+    with pytest.raises(ValueError, match="multiple of micro_batch_size"):
+        GrpoParams(
+            model_path="m", output_dir="o", reward="pairwise", num_generations=3, micro_batch_size=2
+        )
+    params = GrpoParams(
+        model_path="m", output_dir="o", reward="grrm", num_generations=8, prompts_per_step=3
+    )
+    assert params.gradient_accumulation_steps == 6  # 24 completions, 4 per micro batch
