@@ -1,0 +1,203 @@
+"""`judgeflow` command line: prepare data, run pipelines, inspect configs, build dev assets.
+
+Errors a user can fix (bad config, bad data, missing source) print one clear message and exit 2,
+without a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from judgeflow.config import ConfigError, list_profiles, list_recipes, load_config
+
+app = typer.Typer(no_args_is_help=True, help="Train generative judge and reward models.")
+prepare_app = typer.Typer(no_args_is_help=True, help="Turn raw data into training files.")
+dev_app = typer.Typer(no_args_is_help=True, help="Development helpers (tiny model, …).")
+app.add_typer(prepare_app, name="prepare")
+app.add_typer(dev_app, name="dev")
+
+console = Console(stderr=True)
+
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option("--set", "-s", help="Override a config key: dotted.key=value (repeatable)."),
+]
+ProfileOption = Annotated[
+    str | None, typer.Option("--profile", "-p", help="Overlay a profile, e.g. `tiny` for CPU.")
+]
+
+
+class JudgeMode(StrEnum):
+    pointwise = "pointwise"
+    pairwise = "pairwise"
+
+
+class InputFormat(StrEnum):
+    auto = "auto"
+    openjudge = "openjudge"
+    rewardbench2 = "rewardbench2"
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    from judgeflow.data import DataError
+    from judgeflow.storage import SourceError
+
+    return (ConfigError, DataError, SourceError, FileNotFoundError)
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+    return typer.Exit(code=2)
+
+
+@prepare_app.command("judge")
+def prepare_judge_cmd(
+    mode: Annotated[JudgeMode, typer.Option(help="pointwise (<score>) or pairwise (<better>).")],
+    input: Annotated[
+        list[Path],
+        typer.Option(
+            "--input", "-i", help="OpenJudge or RewardBench2 file (parquet/jsonl); repeatable."
+        ),
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="verl RL parquet to write.")],
+    val_fraction: Annotated[
+        float, typer.Option(min=0.0, max=0.99, help="Share held out as a validation file.")
+    ] = 0.0,
+    balance_positions: Annotated[
+        bool, typer.Option(help="Swap A/B in half the pairwise rows (label flipped).")
+    ] = False,
+    seed: Annotated[int, typer.Option(help="Seed for the split and the swaps.")] = 0,
+    tokenizer: Annotated[
+        Path | None, typer.Option(help="Tokenizer dir for the prompt length filter.")
+    ] = None,
+    max_prompt_length: Annotated[
+        int | None, typer.Option(help="Drop rows whose chat-templated prompt is longer (tokens).")
+    ] = None,
+    input_format: Annotated[
+        InputFormat, typer.Option("--format", help="Input format; auto-detected from columns.")
+    ] = InputFormat.auto,
+    skip_invalid: Annotated[
+        bool, typer.Option(help="Drop invalid rows (counted in the report) instead of failing.")
+    ] = False,
+) -> None:
+    """Write verl RL parquet with the judge prompt templates, and a data report beside it."""
+    from judgeflow.data import prepare_judge
+
+    if (tokenizer is None) != (max_prompt_length is None):
+        raise _fail(ValueError("--tokenizer and --max-prompt-length go together"))
+    try:
+        result = prepare_judge(
+            mode.value,
+            [str(p) for p in input],
+            str(output),
+            val_fraction=val_fraction,
+            balance_positions=balance_positions,
+            seed=seed,
+            tokenizer=str(tokenizer) if tokenizer else None,
+            max_prompt_length=max_prompt_length,
+            input_format=input_format.value,
+            skip_invalid=skip_invalid,
+        )
+    except _user_errors() as exc:
+        raise _fail(exc) from None
+    report = result.report
+    console.print(f"[green]train[/] {result.train_path}")
+    if result.val_path:
+        console.print(f"[green]val[/]   {result.val_path}")
+    console.print(f"[green]report[/] {result.report_path}")
+    counts = report["counts"]
+    dropped = {k: v for k, v in report["dropped"]["by_reason"].items() if v}
+    console.print(
+        f"rows read {counts['rows_read']}, examples written {counts['examples_written']}, "
+        f"dropped {dropped or 'none'}"
+    )
+
+
+@dev_app.command("tiny-model")
+def tiny_model_cmd(
+    out_dir: Annotated[Path, typer.Argument(help="Directory to write the tokenizer and model to.")],
+    seed: int = 0,
+) -> None:
+    """Build a tiny random-init Qwen2 model and tokenizer offline (CPU tests and the demo)."""
+    from judgeflow.dev.tiny_model import build_tiny_model
+
+    path = build_tiny_model(out_dir, seed=seed)
+    console.print(f"[green]tiny model[/] {path}")
+
+
+@app.command("recipes")
+def recipes_cmd() -> None:
+    """List the recipe presets and profiles."""
+    for name in list_recipes():
+        print(name)
+    print("profiles: " + ", ".join(list_profiles()))
+
+
+@app.command("config")
+def config_cmd(recipe: str, profile: ProfileOption = None, set_: SetOption = None) -> None:
+    """Print the fully resolved configuration of a recipe (after profile and overrides)."""
+    import yaml
+
+    try:
+        cfg = load_config(recipe, profile=profile, overrides=set_ or [])
+    except ConfigError as exc:
+        raise _fail(exc) from None
+    print(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), end="")
+
+
+@app.command("run")
+def run_cmd(recipe: str, profile: ProfileOption = None, set_: SetOption = None) -> None:
+    """Run a recipe's pipeline as a Prefect flow (local API unless PREFECT_API_URL is set)."""
+    from judgeflow.config import judgeflow_home
+
+    try:
+        cfg = load_config(recipe, profile=profile, overrides=set_ or [])
+    except ConfigError as exc:
+        raise _fail(exc) from None
+    home = judgeflow_home()
+    # The flow's Prefect database lives with the rest of the local state, so `prefect server
+    # start` with the same PREFECT_HOME shows this run afterwards.
+    os.environ.setdefault("PREFECT_HOME", str(home / "prefect"))
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from flows.judge_grpo import judge_grpo
+
+    try:
+        summary = judge_grpo(recipe=recipe, mode=cfg.mode, profile=profile, overrides=set_ or [])
+    except _user_errors() as exc:
+        raise _fail(exc) from None
+    _print_summary(summary, home)
+
+
+def _print_summary(summary: dict, home: Path) -> None:
+    out = Console()
+    out.rule("[bold]judgeflow run finished")
+    out.print(f"MLflow run id : [bold]{summary['mlflow_run_id']}[/]")
+    out.print(f"checkpoint    : {summary.get('checkpoint')}")
+    for key, value in sorted(summary.get("metrics", {}).items()):
+        out.print(f"  {key:32s} {value:.4f}")
+    uri = summary.get("tracking_uri", "")
+    prefect_home = os.environ.get("PREFECT_HOME", str(home / "prefect"))
+    out.print("\nOpen the UIs:")
+    if uri.startswith("sqlite:"):
+        out.print(
+            f"  MLflow : {sys.prefix}/bin/mlflow ui --backend-store-uri {uri} --port 5000  → http://127.0.0.1:5000"
+        )
+    else:
+        out.print(f"  MLflow : {summary.get('mlflow_url') or uri}")
+    if os.environ.get("PREFECT_API_URL"):
+        out.print(f"  Prefect: {os.environ['PREFECT_API_URL'].removesuffix('/api')}")
+    else:
+        out.print(
+            f"  Prefect: PREFECT_HOME={prefect_home} {sys.prefix}/bin/prefect server start  → http://127.0.0.1:4200"
+        )
+
+
+def main() -> None:  # pragma: no cover - console entry point alias
+    app()

@@ -1,0 +1,340 @@
+"""Typed run configuration: recipe presets (YAML) + profiles + `dotted.key=value` overrides.
+
+A run is described by one `RunConfig`. It is built from a preset in `judgeflow/recipes/`, an
+optional profile overlay (`recipes/profiles/tiny.yaml` for CPU), then user overrides, and only
+then validated, so every error names the dotted key that caused it.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+RECIPES_DIR = Path(__file__).parent / "recipes"
+PROFILES_DIR = RECIPES_DIR / "profiles"
+
+Mode = Literal["pointwise", "pairwise"]
+
+
+class ConfigError(ValueError):
+    """A recipe, profile or override is invalid; the message names the key and what to do."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelConfig(_Section):
+    path: str = Field("Qwen/Qwen3-8B", description="HF model id or local directory of the policy")
+
+
+class DataConfig(_Section):
+    source: str = Field(..., description="file://, hf://, s3://, sample:// URI or a local path")
+    revision: str | None = Field(None, description="dataset revision (hf:// commit or tag)")
+    val_source: str | None = Field(None, description="separate validation source; else split")
+    format: Literal["auto", "openjudge", "rewardbench2"] = "auto"
+    val_fraction: float = Field(0.1, ge=0.0, lt=1.0)
+    balance_positions: bool = False
+    seed: int = 0
+    max_prompt_length: int = Field(4096, gt=0)
+    max_response_length: int = Field(2048, gt=0)
+    filter_overlong_prompts: bool = True
+    skip_invalid: bool = False
+    chosen_label: int = Field(4, ge=0, le=4, description="pointwise label of a RewardBench2 chosen")
+    rejected_label: int = Field(0, ge=0, le=4, description="pointwise label of a rejected")
+
+
+class GrpoConfig(_Section):
+    """GRPO hyperparameters, named after verl's keys so `render` maps them one to one."""
+
+    adv_estimator: Literal["grpo"] = "grpo"
+    train_batch_size: int = Field(96, gt=0, description="prompts per step")
+    val_batch_size: int = Field(192, gt=0)
+    learning_rate: float = Field(1e-6, gt=0)
+    use_kl_loss: bool = True
+    kl_loss_coef: float = Field(0.001, ge=0, description="0 switches the reference model off")
+    kl_loss_type: str = "low_var_kl"
+    use_kl_in_reward: bool = False
+    rollout_n: int = Field(4, ge=2, description="completions per prompt (the group)")
+    temperature: float = Field(1.0, gt=0)
+    gpu_memory_utilization: float = Field(0.6, gt=0, le=1)
+    ppo_mini_batch_size: int = Field(24, gt=0)
+    ppo_micro_batch_size_per_gpu: int = Field(1, gt=0)
+    gradient_checkpointing: bool = True
+    use_remove_padding: bool = True
+    ref_param_offload: bool = True
+    reward_manager: Literal["naive", "dapo", "prime", "batch"] = "naive"
+    total_epochs: int = Field(1, gt=0)
+    max_steps: int | None = Field(None, gt=0, description="stop after this many steps")
+    save_freq: int = Field(20, gt=0)
+    test_freq: int = Field(10, gt=0)
+
+
+class ClusterConfig(_Section):
+    """Where the GPU stages run; generic resource names, validated before anything is submitted."""
+
+    backend: Literal["local", "slurm"] = "local"
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    nodes: int = Field(1, gt=0)
+    gpus_per_node: int = Field(8, ge=0)
+    cpus_per_task: int | None = Field(None, gt=0)
+    mem_gb: int | None = Field(None, gt=0)
+    timeout_min: int = Field(24 * 60, gt=0)
+    constraint: str | None = None
+    extra_sbatch: list[str] = Field(default_factory=list, description="extra #SBATCH lines")
+    setup: list[str] = Field(default_factory=list, description="shell lines run before a stage")
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class EvaluationConfig(_Section):
+    enabled: bool = True
+    max_new_tokens: int = Field(2048, gt=0)
+    temperature: float = Field(0.0, ge=0)
+    limit: int | None = Field(None, gt=0, description="evaluate at most this many rows")
+    batch_size: int = Field(8, gt=0)
+
+
+class TrackingConfig(_Section):
+    experiment: str = "judgeflow"
+    tracking_uri: str | None = Field(None, description="default: $MLFLOW_TRACKING_URI or sqlite")
+
+
+class StorageConfig(_Section):
+    root: str = Field(
+        "${JUDGEFLOW_HOME}/artifacts",
+        validate_default=True,
+        description="local dir or s3:// prefix",
+    )
+
+    @field_validator("root")
+    @classmethod
+    def _expand_home(cls, value: str) -> str:  # the default is not in the YAML, so expand here
+        return value.replace("${JUDGEFLOW_HOME}", str(judgeflow_home()))
+
+
+class RunConfig(_Section):
+    recipe: str
+    mode: Mode
+    engine: Literal["auto", "trl", "verl"] = "auto"
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    data: DataConfig
+    grpo: GrpoConfig = Field(default_factory=GrpoConfig)
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+
+    @model_validator(mode="after")
+    def _check(self) -> RunConfig:
+        if self.data.balance_positions and self.mode != "pairwise":
+            raise ValueError("data.balance_positions only applies to mode=pairwise")
+        if (
+            self.engine == "verl"
+            and self.cluster.backend == "local"
+            and not self.cluster.gpus_per_node
+        ):
+            raise ValueError("engine=verl needs GPUs: set cluster.gpus_per_node")
+        return self
+
+    @property
+    def resolved_engine(self) -> Literal["trl", "verl"]:
+        """`auto` means verl on Slurm (GPU clusters) and TRL locally."""
+        if self.engine != "auto":
+            return self.engine
+        return "verl" if self.cluster.backend == "slurm" else "trl"
+
+    def fingerprint(self) -> str:
+        """Content hash of the whole configuration (cache keys, lineage tags)."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+def list_recipes() -> list[str]:
+    return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
+
+
+def list_profiles() -> list[str]:
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
+
+
+def load_config(
+    recipe: str | Path,
+    *,
+    profile: str | None = None,
+    overrides: Iterable[str] = (),
+) -> RunConfig:
+    """Preset (name or YAML path) + optional profile + `key=value` overrides -> validated config."""
+    raw = _read_yaml(_recipe_path(recipe))
+    if profile:
+        raw = _deep_merge(raw, _read_yaml(_profile_path(profile)))
+    for item in overrides:
+        key, value = parse_override(item)
+        raw = set_dotted(raw, key, value)
+    raw = _expand(
+        raw, {"${JUDGEFLOW_HOME}": str(judgeflow_home()), "${mode}": str(raw.get("mode"))}
+    )
+    return validate_config(raw)
+
+
+def validate_config(raw: Mapping[str, Any]) -> RunConfig:
+    _check_keys(RunConfig, raw, prefix="")
+    try:
+        return RunConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(exc)) from None
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """`grpo.learning_rate=1e-5` -> ("grpo.learning_rate", 1e-5); values are parsed as YAML."""
+    key, sep, text = item.partition("=")
+    key = key.strip()
+    if not sep or not key or not re.fullmatch(r"[A-Za-z_][\w-]*(\.[\w-]+)*", key):
+        raise ConfigError(f"override {item!r} is not of the form dotted.key=value")
+    try:
+        value = yaml.safe_load(text) if text.strip() else ""
+    except yaml.YAMLError:
+        value = text
+    return key, value
+
+
+def set_dotted(raw: Mapping[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """A copy of `raw` with `key` (dotted) set to `value`, creating sections as needed."""
+    out = copy.deepcopy(dict(raw))
+    node = out
+    parts = key.split(".")
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(f"cannot set {key!r}: {part!r} is a value, not a section")
+        node = child
+    node[parts[-1]] = value
+    return out
+
+
+def flatten(cfg: RunConfig) -> dict[str, str]:
+    """Dotted key -> string value, for MLflow params; secret-looking values are redacted."""
+    out: dict[str, str] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+            return
+        out[prefix] = (
+            "***"
+            if _SECRET_KEY.search(prefix)
+            else json.dumps(value)
+            if isinstance(value, list)
+            else str(value)
+        )
+
+    walk("", cfg.model_dump(mode="json"))
+    return out
+
+
+_SECRET_KEY = re.compile(
+    r"(token|secret|password|passwd|api[_-]?key|access[_-]?key|credential)", re.I
+)
+
+
+def judgeflow_home() -> Path:
+    """Where local state lives (tiny model, MLflow db, artifacts): $JUDGEFLOW_HOME or ./.judgeflow."""
+    return Path(os.environ.get("JUDGEFLOW_HOME", ".judgeflow")).absolute()
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _recipe_path(recipe: str | Path) -> Path:
+    path = Path(recipe)
+    if path.suffix in {".yaml", ".yml"}:
+        if not path.is_file():
+            raise ConfigError(f"recipe file {path} does not exist")
+        return path
+    candidate = RECIPES_DIR / f"{recipe}.yaml"
+    if not candidate.is_file():
+        raise ConfigError(f"unknown recipe {str(recipe)!r}; available: {', '.join(list_recipes())}")
+    return candidate
+
+
+def _profile_path(profile: str) -> Path:
+    candidate = PROFILES_DIR / f"{profile}.yaml"
+    if not candidate.is_file():
+        raise ConfigError(
+            f"unknown profile {profile!r}; available: {', '.join(list_profiles()) or 'none'}"
+        )
+    return candidate
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def _deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(dict(base))
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _expand(value: Any, known: Mapping[str, str]) -> Any:
+    """Substitute `${JUDGEFLOW_HOME}`, `${mode}`, then environment variables, in strings."""
+    if isinstance(value, dict):
+        return {k: _expand(v, known) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, known) for v in value]
+    if isinstance(value, str) and "$" in value:
+        for name, text in known.items():
+            value = value.replace(name, text)
+        return os.path.expandvars(value)
+    return value
+
+
+def _check_keys(model: type[BaseModel], raw: Mapping[str, Any], prefix: str) -> None:
+    """Unknown keys fail with the dotted name and the valid keys at that level."""
+    fields = model.model_fields
+    for key, value in raw.items():
+        dotted = f"{prefix}{key}"
+        if key not in fields:
+            valid = ", ".join(sorted(fields))
+            raise ConfigError(f"unknown config key {dotted!r}; valid keys here: {valid}")
+        annotation = fields[key].annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{dotted!r} is a section; set its keys, e.g. {dotted}.<key>=…")
+            _check_keys(annotation, value, prefix=f"{dotted}.")
+
+
+def _format_validation_error(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "<config>"
+        got = err.get("input")
+        shown = "" if isinstance(got, dict) else f" (got {got!r})"
+        lines.append(f"{key}: {err['msg']}{shown}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)

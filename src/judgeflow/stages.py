@@ -1,0 +1,194 @@
+"""The pipeline's stages as plain functions: config in, paths and metrics out.
+
+Prefect tasks wrap these one to one (`tasks/`); a Slurm job or a test can call them directly.
+Each stage leaves its outputs in the artifact store under a content-derived key, so a re-run
+with the same inputs finds them in the same place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from judgeflow.config import RunConfig, flatten
+from judgeflow.storage import ArtifactStore, Manifest, download
+from judgeflow.tracking import Tracker, git_commit
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class PreparedData:
+    train_file: str
+    val_file: str | None
+    report_file: str
+    report: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TrainedModel:
+    model_dir: str  # final weights + tokenizer, loadable with from_pretrained
+    checkpoint_dir: str | None
+    global_step: int
+    resumed_from: str | None
+    metrics: dict[str, float]
+
+
+def store_for(cfg: RunConfig) -> ArtifactStore:
+    return ArtifactStore(cfg.storage.root)
+
+
+def start_tracking(
+    cfg: RunConfig, *, run_name: str | None = None, tags: dict[str, str] | None = None
+) -> Tracker:
+    """Open the pipeline's MLflow run and record the flattened config and lineage tags."""
+    tracker = Tracker.start(
+        cfg.tracking.experiment,
+        run_name=run_name or cfg.recipe,
+        tracking_uri=cfg.tracking.tracking_uri,
+        tags={
+            "judgeflow.recipe": cfg.recipe,
+            "judgeflow.mode": cfg.mode,
+            "judgeflow.engine": cfg.resolved_engine,
+            "judgeflow.backend": cfg.cluster.backend,
+            "judgeflow.config_hash": cfg.fingerprint(),
+            "judgeflow.base_model": cfg.model.path,
+            "judgeflow.git_commit": git_commit(Path(__file__).parent) or "unknown",
+            **(tags or {}),
+        },
+    )
+    tracker.log_params(flatten(cfg))
+    return tracker
+
+
+def download_stage(cfg: RunConfig, progress: Progress | None = None) -> Manifest:
+    """Fetch the data source into the store, keyed by source + revision."""
+    key = _short_hash(cfg.data.source, cfg.data.revision or "")
+    dest = store_for(cfg).local_dir("sources", key)
+    return download(cfg.data.source, dest, revision=cfg.data.revision, progress=progress)
+
+
+def prepare_stage(cfg: RunConfig, manifest: Manifest) -> PreparedData:
+    """Validate and render the judge prompts into verl RL parquet (+ a validation split)."""
+    from judgeflow.data import prepare_judge
+
+    params = _prepare_params(cfg)
+    tokenizer = cfg.model.path if cfg.data.filter_overlong_prompts else None
+    identity = {**params, "tokenizer": tokenizer, "max_prompt_length": cfg.data.max_prompt_length}
+    key = _short_hash(manifest.content_hash, cfg.mode, json.dumps(identity, sort_keys=True))
+    out_dir = store_for(cfg).local_dir("prepared", key)
+    result = prepare_judge(
+        cfg.mode,
+        [str(p) for p in manifest.paths],
+        str(out_dir / f"{cfg.mode}.parquet"),
+        tokenizer=tokenizer,
+        max_prompt_length=cfg.data.max_prompt_length if tokenizer else None,
+        **params,
+    )
+    return PreparedData(
+        train_file=str(result.train_path),
+        val_file=str(result.val_path) if result.val_path else None,
+        report_file=str(result.report_path),
+        report=result.report,
+    )
+
+
+def train_stage(
+    cfg: RunConfig,
+    data: PreparedData,
+    *,
+    output_dir: str | Path,
+    metrics_sink: Callable[[dict[str, float], int], None] | None = None,
+    progress: Progress | None = None,
+) -> TrainedModel:
+    """GRPO on the prepared data with the configured engine (TRL here; verl on clusters)."""
+    from judgeflow.engines.trl import train_grpo
+
+    if cfg.resolved_engine != "trl":
+        raise NotImplementedError(
+            f"engine {cfg.resolved_engine!r} runs on a Slurm GPU cluster; locally use engine=trl"
+        )
+    result = train_grpo(
+        trl_params(cfg, output_dir),
+        data.train_file,
+        eval_file=data.val_file,
+        metrics_sink=metrics_sink,
+        progress=progress,
+        resume=True,
+    )
+    return TrainedModel(
+        model_dir=str(result.final_model_dir),
+        checkpoint_dir=str(result.last_checkpoint) if result.last_checkpoint else None,
+        global_step=result.global_step,
+        resumed_from=str(result.resumed_from) if result.resumed_from else None,
+        metrics=dict(result.metrics),
+    )
+
+
+def evaluate_stage(cfg: RunConfig, model_dir: str, data: PreparedData) -> dict[str, Any]:
+    """Judge metrics of `model_dir` on the validation split (predictions for a table)."""
+    from judgeflow.evaluation import evaluate_judge
+
+    if not data.val_file:
+        return {"metrics": {}, "rows": []}
+    result = evaluate_judge(
+        model_dir,
+        data.val_file,
+        mode=cfg.mode,
+        max_new_tokens=cfg.evaluation.max_new_tokens,
+        limit=cfg.evaluation.limit,
+        batch_size=cfg.evaluation.batch_size,
+    )
+    return {"metrics": dict(result.metrics), "rows": list(result.predictions)}
+
+
+def trl_params(cfg: RunConfig, output_dir: str | Path) -> Any:
+    """Map the engine-neutral GRPO config onto TRL's knobs."""
+    from judgeflow.engines.trl import GrpoParams
+
+    g = cfg.grpo
+    return GrpoParams(
+        model_path=cfg.model.path,
+        output_dir=str(output_dir),
+        reward=cfg.mode,
+        learning_rate=g.learning_rate,
+        num_generations=g.rollout_n,
+        prompts_per_step=g.train_batch_size,
+        micro_batch_size=g.rollout_n,  # one prompt's group per forward/backward pass
+        max_prompt_length=cfg.data.max_prompt_length,
+        max_completion_length=cfg.data.max_response_length,
+        max_steps=g.max_steps or -1,
+        num_train_epochs=g.total_epochs,
+        beta=g.kl_loss_coef if g.use_kl_loss else 0.0,
+        temperature=g.temperature,
+        save_steps=g.save_freq,
+        eval_steps=g.test_freq,
+        seed=cfg.data.seed,
+        gradient_checkpointing=g.gradient_checkpointing,
+    )
+
+
+def run_dir(cfg: RunConfig, run_id: str) -> Path:
+    """Where a run's checkpoints live (local store, or a local staging dir for remote stores)."""
+    return store_for(cfg).local_dir("runs", run_id)
+
+
+def _prepare_params(cfg: RunConfig) -> dict[str, Any]:
+    d = cfg.data
+    return {
+        "val_fraction": d.val_fraction,
+        "balance_positions": d.balance_positions,
+        "seed": d.seed,
+        "input_format": d.format,
+        "skip_invalid": d.skip_invalid,
+        "chosen_label": d.chosen_label,
+        "rejected_label": d.rejected_label,
+    }
+
+
+def _short_hash(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]

@@ -1,0 +1,120 @@
+"""Shared fixtures: offline environment, the tiny model, a real MLflow server, a Prefect server.
+
+Services are started once per session, on loopback, and stopped at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_http(url: str, timeout: float, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{url}: server exited ({proc.returncode}); see {log}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"{url}: not healthy after {timeout:.0f}s; see {log}")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a server we started, its whole process group, by PID."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, 15)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The offline tiny Qwen2 model + tokenizer, built once per session."""
+    from judgeflow.dev.tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-model")
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real `mlflow server` on SQLite with a local artifact root; yields its URI."""
+    root = tmp_path_factory.mktemp("mlflow")
+    port = free_port()
+    log = root / "server.log"
+    proc = subprocess.Popen(
+        [
+            str(BIN / "mlflow"),
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--backend-store-uri",
+            f"sqlite:///{root / 'mlflow.db'}",
+            "--artifacts-destination",
+            str(root / "artifacts"),
+            "--workers",
+            "1",
+        ],
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
+    )
+    uri = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{uri}/health", 90, proc, log)
+        yield uri
+    finally:
+        stop(proc)
+
+
+@pytest.fixture(scope="session")
+def prefect_server() -> Iterator[str]:
+    """A real Prefect server (SQLite) for the session, via Prefect's own test harness."""
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=90):
+        yield str(PREFECT_API_URL.value())
+
+
+@pytest.fixture
+def judgeflow_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_model: Path) -> Path:
+    """A fresh $JUDGEFLOW_HOME holding (a link to) the session's tiny model."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "tiny-model").symlink_to(tiny_model, target_is_directory=True)
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(home))
+    return home

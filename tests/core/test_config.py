@@ -1,0 +1,152 @@
+"""Run configuration: presets, profiles, overrides, and errors that name the key."""
+
+from pathlib import Path
+
+import pytest
+
+from judgeflow.config import (
+    PROFILES_DIR,
+    RECIPES_DIR,
+    ConfigError,
+    flatten,
+    load_config,
+    parse_override,
+)
+
+RECIPE_FILES = sorted(RECIPES_DIR.rglob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", [p for p in RECIPE_FILES if p.parent == RECIPES_DIR], ids=str)
+@pytest.mark.parametrize("profile", [None, *sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))])
+def test_every_preset_loads_with_every_profile(path: Path, profile: str | None) -> None:
+    cfg = load_config(path.stem, profile=profile)
+    assert cfg.recipe == path.stem
+
+
+def test_presets_were_found() -> None:
+    names = {p.stem for p in RECIPE_FILES}
+    assert {"grpo-pointwise", "grpo-pairwise", "tiny"} <= names
+
+
+def test_pointwise_preset_has_reference_defaults() -> None:
+    g = load_config("grpo-pointwise").grpo
+    assert (g.train_batch_size, g.val_batch_size, g.learning_rate) == (96, 192, 1e-6)
+    assert (g.use_kl_loss, g.kl_loss_type, g.kl_loss_coef, g.use_kl_in_reward) == (
+        True,
+        "low_var_kl",
+        0.001,
+        False,
+    )
+    assert (g.rollout_n, g.gpu_memory_utilization, g.ppo_mini_batch_size) == (4, 0.6, 24)
+    assert (g.ppo_micro_batch_size_per_gpu, g.total_epochs, g.save_freq, g.test_freq) == (
+        1,
+        1,
+        20,
+        10,
+    )
+    assert g.gradient_checkpointing and g.use_remove_padding and g.ref_param_offload
+    cfg = load_config("grpo-pointwise")
+    assert cfg.model.path == "Qwen/Qwen3-8B"
+    assert (cfg.cluster.gpus_per_node, cfg.cluster.nodes) == (8, 1)
+    assert (cfg.data.max_prompt_length, cfg.data.max_response_length) == (4096, 2048)
+
+
+def test_pairwise_preset_differs_where_the_reference_does() -> None:
+    g = load_config("grpo-pairwise").grpo
+    assert (g.total_epochs, g.test_freq) == (30, 4)
+    assert load_config("grpo-pairwise").mode == "pairwise"
+
+
+def test_tiny_profile_points_at_home_and_mode_sample(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path))
+    cfg = load_config("grpo-pairwise", profile="tiny")
+    assert cfg.model.path == str(tmp_path / "tiny-model")
+    assert cfg.data.source == "sample://openjudge_pairwise.jsonl"
+    assert cfg.resolved_engine == "trl"
+    assert cfg.storage.root == str(tmp_path / "artifacts")  # a default, expanded too
+
+
+def test_overrides_parse_yaml_values() -> None:
+    cfg = load_config(
+        "grpo-pointwise",
+        overrides=[
+            "grpo.learning_rate=3e-5",
+            "grpo.use_kl_loss=false",
+            "cluster.extra_sbatch=[--exclusive]",
+        ],
+    )
+    assert cfg.grpo.learning_rate == 3e-5
+    assert cfg.grpo.use_kl_loss is False
+    assert cfg.cluster.extra_sbatch == ["--exclusive"]
+
+
+def test_override_into_a_dict_field() -> None:
+    cfg = load_config("grpo-pointwise", overrides=["cluster.env.NCCL_DEBUG=INFO"])
+    assert cfg.cluster.env == {"NCCL_DEBUG": "INFO"}
+
+
+def test_unknown_key_is_named_with_the_valid_ones() -> None:
+    with pytest.raises(ConfigError, match=r"unknown config key 'grpo.learnin_rate'.*learning_rate"):
+        load_config("grpo-pointwise", overrides=["grpo.learnin_rate=1"])
+
+
+def test_bad_value_names_the_key() -> None:
+    with pytest.raises(
+        ConfigError, match=r"grpo.rollout_n: .*greater than or equal to 2 \(got 1\)"
+    ):
+        load_config("grpo-pointwise", overrides=["grpo.rollout_n=1"])
+    with pytest.raises(ConfigError, match=r"mode: .*'pointwise' or 'pairwise'"):
+        load_config("grpo-pointwise", overrides=["mode=listwise"])
+
+
+def test_section_replaced_by_a_value_is_an_error() -> None:
+    with pytest.raises(ConfigError, match="'grpo' is a section"):
+        load_config("grpo-pointwise", overrides=["grpo=3"])
+
+
+@pytest.mark.parametrize("bad", ["noequals", "=1", "a..b=1", " =x"])
+def test_malformed_override(bad: str) -> None:
+    with pytest.raises(ConfigError, match="dotted.key=value"):
+        parse_override(bad)
+
+
+def test_unknown_recipe_and_profile_list_the_known_ones() -> None:
+    with pytest.raises(ConfigError, match="unknown recipe 'nope'; available: .*grpo-pointwise"):
+        load_config("nope")
+    with pytest.raises(ConfigError, match="unknown profile 'huge'; available: tiny"):
+        load_config("grpo-pointwise", profile="huge")
+
+
+def test_balance_positions_is_pairwise_only() -> None:
+    with pytest.raises(ConfigError, match="balance_positions only applies to mode=pairwise"):
+        load_config("grpo-pointwise", overrides=["data.balance_positions=true"])
+
+
+def test_flatten_redacts_secrets_and_fingerprint_tracks_changes() -> None:
+    cfg = load_config(
+        "grpo-pointwise",
+        overrides=["cluster.env.HF_TOKEN=hf_abc", "cluster.env.AWS_SECRET_ACCESS_KEY=x"],
+    )
+    flat = flatten(cfg)
+    assert flat["cluster.env.HF_TOKEN"] == "***"
+    assert flat["cluster.env.AWS_SECRET_ACCESS_KEY"] == "***"
+    assert "hf_abc" not in "".join(flat.values())
+    assert flat["grpo.learning_rate"] == "1e-06"
+    other = load_config("grpo-pointwise", overrides=["grpo.learning_rate=2e-6"])
+    assert other.fingerprint() != load_config("grpo-pointwise").fingerprint()
+    assert (
+        load_config("grpo-pointwise").fingerprint() == load_config("grpo-pointwise").fingerprint()
+    )
+
+
+def test_engine_auto_follows_backend() -> None:
+    assert load_config("grpo-pointwise").resolved_engine == "trl"
+    assert (
+        load_config("grpo-pointwise", overrides=["cluster.backend=slurm"]).resolved_engine == "verl"
+    )
+    assert (
+        load_config(
+            "grpo-pointwise", overrides=["cluster.backend=slurm", "engine=trl"]
+        ).resolved_engine
+        == "trl"
+    )

@@ -1,0 +1,97 @@
+"""Download with manifests, URI resolution, atomic writes, the artifact store."""
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from judgeflow.data.io import sha256_file
+from judgeflow.storage import (
+    ArtifactStore,
+    Manifest,
+    SourceError,
+    download,
+    resolve_uri,
+)
+
+
+def _make_source(root: Path) -> Path:
+    src = root / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "a.jsonl").write_text('{"x": 1}\n{"x": 2}\n\n{"x": 3}\n')
+    pq.write_table(pa.table({"x": [1, 2]}), src / "sub" / "b.parquet")
+    (src / "notes.txt").write_text("ignored: not a data file")
+    return src
+
+
+def test_download_directory_writes_manifest_with_hashes_and_rows(tmp_path: Path) -> None:
+    src = _make_source(tmp_path)
+    manifest = download(f"file://{src}", tmp_path / "dl")
+    by_path = {f.path: f for f in manifest.files}
+    assert set(by_path) == {"a.jsonl", "sub/b.parquet"}
+    assert by_path["a.jsonl"].rows == 3
+    assert by_path["sub/b.parquet"].rows == 2
+    assert by_path["a.jsonl"].sha256 == sha256_file(src / "a.jsonl")
+    on_disk = json.loads((tmp_path / "dl" / "manifest.json").read_text())
+    assert (
+        Manifest.from_dict(on_disk).content_hash == manifest.content_hash == on_disk["content_hash"]
+    )
+    assert all(p.exists() for p in manifest.paths)
+
+
+def test_content_hash_follows_bytes_not_time(tmp_path: Path) -> None:
+    src = _make_source(tmp_path)
+    first = download(str(src), tmp_path / "one")
+    second = download(str(src), tmp_path / "two")
+    assert first.content_hash == second.content_hash
+    (src / "a.jsonl").write_text('{"x": 9}\n')
+    assert download(str(src), tmp_path / "three").content_hash != first.content_hash
+
+
+def test_single_file_and_progress(tmp_path: Path) -> None:
+    src = _make_source(tmp_path)
+    calls = []
+    manifest = download(
+        str(src / "a.jsonl"), tmp_path / "dl", progress=lambda i, n: calls.append((i, n))
+    )
+    assert [f.path for f in manifest.files] == ["a.jsonl"]
+    assert calls == [(1, 1)]
+
+
+def test_sample_scheme_resolves_to_packaged_file() -> None:
+    uri = resolve_uri("sample://openjudge_pointwise.jsonl")
+    assert uri.startswith("file://") and Path(uri.removeprefix("file://")).is_file()
+    with pytest.raises(
+        SourceError, match="unknown sample 'nope.jsonl'; shipped samples: .*openjudge"
+    ):
+        resolve_uri("sample://nope.jsonl")
+
+
+def test_hf_revision_is_pinned_into_the_url() -> None:
+    assert (
+        resolve_uri("hf://datasets/org/name/train/x.parquet", "abc123")
+        == "hf://datasets/org/name@abc123/train/x.parquet"
+    )
+
+
+def test_missing_and_empty_sources_say_so(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="does not exist"):
+        download(str(tmp_path / "absent"), tmp_path / "dl")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SourceError, match="no .parquet/.jsonl/.json files found"):
+        download(str(tmp_path / "empty"), tmp_path / "dl")
+
+
+def test_local_store_publish(tmp_path: Path) -> None:
+    store = ArtifactStore(str(tmp_path / "store"))
+    assert store.is_local
+    d = store.local_dir("runs", "r1")
+    (d / "f.txt").write_text("x")
+    assert store.publish(d, "runs", "r1") == str(d)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "g.txt").write_text("y")
+    uri = store.publish(other, "runs", "r2")
+    assert Path(uri, "g.txt").read_text() == "y"
