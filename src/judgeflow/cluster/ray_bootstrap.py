@@ -1,0 +1,736 @@
+"""Start a private Ray cluster inside one Slurm allocation, run a driver on it, tear it down.
+
+One implementation serves both ways a GPU stage is launched: a submitit job function calls
+:func:`run_in_ray_cluster` on every task, and an sbatch script runs the module on every node::
+
+    srun --ntasks-per-node=1 python -m judgeflow.cluster.ray_bootstrap \\
+        --rendezvous-root /shared/jf-rendezvous -- python -m verl.trainer.main_ppo ...
+
+Rank 0 starts ``ray start --head --block`` on free ports with a per-job ``--temp-dir`` and a
+random per-job auth token, publishes ``ip:port`` in ``<rendezvous_dir>/head.json``, waits until
+every node has joined, then runs the driver with :func:`driver_env` (``RAY_ADDRESS`` plus the
+auth settings) and streams its output. Other ranks join as workers and leave when rank 0 writes
+``<rendezvous_dir>/done`` or the head goes away. Every rank stops exactly the processes it
+started (never a bare ``ray stop``, which kills every Ray process of the user on the host), also
+on SIGTERM/SIGINT, and removes its temp dir.
+
+Auth: ``RAY_AUTH_MODE=token`` and ``RAY_AUTH_TOKEN_PATH=<rendezvous_dir>/auth_token`` (mode 0600)
+go to the head, the workers and the driver; a client without the token is refused.
+
+Environment: ``JUDGEFLOW_RAY_NODE_IP`` overrides the node address Ray advertises;
+``JUDGEFLOW_RAY_TMPDIR`` (default ``/tmp``) is where the short per-job temp dirs go.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+__all__ = [
+    "Allocation",
+    "HeadInfo",
+    "RayBootstrapError",
+    "driver_env",
+    "main",
+    "run_in_ray_cluster",
+]
+
+Log = Callable[[str], None]
+
+HEAD_FILE = "head.json"
+DONE_FILE = "done"
+TOKEN_FILE = "auth_token"
+# Env var every process we start inherits; teardown finds stragglers by it.
+_INSTANCE_ENV = "JUDGEFLOW_RAY_INSTANCE"
+_POLL_S = 0.1
+# Ray's minimum object store size (75 MiB); used when the caller asks for the smallest.
+MIN_OBJECT_STORE_BYTES = 75 * 1024 * 1024
+
+# Runs in a short-lived interpreter so this process never loads Ray's auth config.
+_READINESS_PROBE = """
+import socket, sys, time
+from ray._raylet import GcsClient
+from ray.core.generated.gcs_pb2 import GcsNodeInfo
+address, want, deadline = sys.argv[1], int(sys.argv[2]), time.time() + float(sys.argv[3])
+host, port = address.rsplit(":", 1)
+client, alive, error = None, 0, "no answer"
+while time.time() < deadline:
+    try:
+        if client is None:  # GcsClient blocks for seconds if GCS is not listening yet
+            socket.create_connection((host, int(port)), timeout=1).close()
+            client = GcsClient(address=address)
+        nodes = client.get_all_node_info(timeout=5).values()
+        alive = sum(n.state == GcsNodeInfo.GcsNodeState.ALIVE for n in nodes)
+        error = "none"
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    if alive >= want:
+        sys.exit(0)
+    time.sleep(0.2)
+print(f"probe: {alive}/{want} nodes alive; last error: {error}", file=sys.stderr, flush=True)
+sys.exit(3)
+"""
+
+
+class RayBootstrapError(RuntimeError):
+    """The Ray cluster of this allocation could not be started or joined."""
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """Who this task is in the job: the same view for submitit and for a plain srun."""
+
+    job_id: str
+    rank: int
+    world: int
+    node_name: str
+    rendezvous_dir: Path
+
+    @classmethod
+    def from_env(cls, rendezvous_root: str | Path) -> Allocation:
+        """Read Slurm's task variables; without Slurm, a single local node.
+
+        The rendezvous dir is keyed by job, step and restart count, so a requeued job or a second
+        Ray step in the same job never reads the previous head's address.
+        """
+        env = os.environ
+        root = Path(rendezvous_root)
+        job_id = env.get("SLURM_JOB_ID")
+        if job_id is None:
+            job_id = f"local-{os.getpid()}-{secrets.token_hex(3)}"
+            return cls(job_id, 0, 1, socket.gethostname(), root / job_id)
+        rank = int(env.get("SLURM_PROCID", env.get("SLURM_NODEID", "0")))
+        world = int(env.get("SLURM_NNODES", env.get("SLURM_NTASKS", "1")))
+        node = env.get("SLURMD_NODENAME", socket.gethostname())
+        step = env.get("SLURM_STEP_ID", "batch")
+        attempt = env.get("SLURM_RESTART_COUNT", "0")
+        return cls(job_id, rank, world, node, root / f"{job_id}.{step}.{attempt}")
+
+
+@dataclass(frozen=True)
+class HeadInfo:
+    """What rank 0 publishes for the other ranks and hands to the driver."""
+
+    address: str
+    token_path: Path
+    dashboard_url: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "address": self.address,
+                "token_path": str(self.token_path),
+                "dashboard_url": self.dashboard_url,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> HeadInfo:
+        data = json.loads(text)
+        return cls(data["address"], Path(data["token_path"]), data.get("dashboard_url"))
+
+
+def auth_env(token_path: Path) -> dict[str, str]:
+    """Token-auth settings for every Ray process of the job (head, workers, driver)."""
+    return {
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN_PATH": str(token_path),
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+
+
+def driver_env(head: HeadInfo, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment for an engine command (verl, a script) that should use this Ray cluster.
+
+    ``RAY_AUTH_TOKEN`` is dropped because Ray prefers it over ``RAY_AUTH_TOKEN_PATH``: a token
+    left in the user's environment would silently override this job's token.
+    """
+    env = dict(os.environ if base is None else base)
+    env.pop("RAY_AUTH_TOKEN", None)
+    env.update(auth_env(head.token_path))
+    env["RAY_ADDRESS"] = head.address
+    return env
+
+
+def node_ip() -> str:
+    """Address this node advertises: ``JUDGEFLOW_RAY_NODE_IP``, else the routable one.
+
+    Ray replaces a loopback ``--node-ip-address`` with its own guess, so we make the same guess
+    (the source address of a route to the outside; nothing is sent) and publish what Ray uses.
+    """
+    override = os.environ.get("JUDGEFLOW_RAY_NODE_IP")
+    if override:
+        return override
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(("8.8.8.8", 80))
+        ip: str = s.getsockname()[0]
+        if not ip.startswith("127."):
+            return ip
+    with contextlib.suppress(OSError):
+        ip = socket.gethostbyname(socket.gethostname())
+        if not ip.startswith("127."):
+            return ip
+    return "127.0.0.1"
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct ports the OS reports free now, so two jobs on one host do not collide."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def _set_pdeathsig() -> None:
+    """In the child: get SIGTERM if the bootstrap dies, even by SIGKILL (Linux only)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _proc_ids(pid: int) -> tuple[int, int] | None:
+    """(process group, session) of a live process, read from /proc."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return int(fields[2]), int(fields[3])
+
+
+def _has_marker(pid: int, marker: bytes) -> bool:
+    try:
+        return marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def _our_leftovers(session: int, marker: str, temp_dir: Path | None) -> list[int]:
+    """PIDs of one started process tree: same session, its env marker, or its temp dir.
+
+    Ray renames workers (``ray::...``) so their command line does not say whose they are; the
+    inherited env marker and the session do. The temp dir catches anything that left both.
+    """
+    me = os.getpid()
+    needle = str(temp_dir).encode() if temp_dir else None
+    mark = f"{_INSTANCE_ENV}={marker}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        pid = int(entry.name)
+        ids = _proc_ids(pid)
+        if ids is None:
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if ids[1] == session or (needle and needle in cmdline) or _has_marker(pid, mark):
+            found.append(pid)
+    return found
+
+
+def _signal_all(pids: Sequence[int], sig: signal.Signals) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+@dataclass
+class _Started:
+    """One process tree we started (a ``ray start --block`` or the driver), in its own session."""
+
+    name: str
+    proc: subprocess.Popen[bytes]
+    marker: str
+    temp_dir: Path | None
+
+    def stop(self, grace_s: float, log: Log) -> None:
+        """SIGTERM the leader, wait, then SIGKILL whatever of its tree is left."""
+        session = self.proc.pid  # start_new_session: the leader's pid is the session id
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                log(f"[ray-bootstrap] {self.name} did not stop in {grace_s:.0f}s; killing it")
+        deadline = time.monotonic() + grace_s
+        left = _our_leftovers(session, self.marker, self.temp_dir)
+        if left:
+            _signal_all(left, signal.SIGTERM)
+        while left and time.monotonic() < deadline:
+            time.sleep(_POLL_S)
+            left = _our_leftovers(session, self.marker, self.temp_dir)
+        if left:
+            log(f"[ray-bootstrap] SIGKILL to {len(left)} leftover process(es) of {self.name}")
+            _signal_all(left, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+
+
+def _popen(
+    cmd: Sequence[str], env: Mapping[str, str], stdout: IO[bytes] | int
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        list(cmd),
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=_set_pdeathsig,
+    )
+
+
+# --------------------------------------------------------------------------- signals
+
+
+@contextlib.contextmanager
+def _exit_on_signals(log: Log) -> Iterator[Callable[[], None]]:
+    """Turn the first SIGTERM/SIGINT into SystemExit(128+sig) so ``finally`` tears down.
+
+    Yields ``disarm``: call it when teardown starts, so a signal can no longer cut teardown
+    short; a signal that arrives after that still ends the call with SystemExit once teardown is
+    done. Outside the main thread handlers cannot be installed; PDEATHSIG and ``finally`` still
+    cover that case.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    armed, pending = [True], [0]
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        with contextlib.suppress(RuntimeError):  # print() is not reentrant
+            log(f"[ray-bootstrap] got {signal.Signals(signum).name}; tearing down")
+        if not armed[0]:
+            pending[0] = pending[0] or signum
+            return
+        armed[0] = False
+        raise SystemExit(128 + signum)
+
+    def disarm() -> None:
+        armed[0] = False
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield disarm
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+    if pending[0]:
+        raise SystemExit(128 + pending[0])
+
+
+# --------------------------------------------------------------------------- the cluster
+
+
+@dataclass
+class _Node:
+    """This rank's share of the cluster: its temp dir, its processes, where logs go."""
+
+    alloc: Allocation
+    log: Log
+    temp_dir: Path = field(init=False)
+    started: list[_Started] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        base = os.environ.get("JUDGEFLOW_RAY_TMPDIR", "/tmp")
+        # Short on purpose: Ray's unix socket paths under it must stay below ~107 chars.
+        tag = "".join(c for c in self.alloc.job_id if c.isalnum() or c in "-_")[-16:]
+        self.temp_dir = Path(tempfile.mkdtemp(prefix=f"jf-ray-{tag}-{self.alloc.rank}-", dir=base))
+
+    @property
+    def start_log(self) -> Path:
+        return self.alloc.rendezvous_dir / f"ray-start-rank{self.alloc.rank}.log"
+
+    @property
+    def kept_logs(self) -> Path:
+        return self.alloc.rendezvous_dir / "ray-logs" / f"rank{self.alloc.rank}"
+
+    def spawn(
+        self, name: str, cmd: Sequence[str], env: Mapping[str, str], out: Any, owns_temp: bool
+    ) -> _Started:
+        """Start ``cmd`` in its own session, tagged so teardown can find all of its tree."""
+        marker = uuid.uuid4().hex
+        proc = _popen(cmd, {**env, _INSTANCE_ENV: marker}, out)
+        started = _Started(name, proc, marker, self.temp_dir if owns_temp else None)
+        self.started.append(started)
+        self.log(f"[ray-bootstrap] rank {self.alloc.rank}: {name} pid {started.proc.pid}")
+        return started
+
+    def ray_start(self, args: Sequence[str], env: Mapping[str, str]) -> _Started:
+        cmd = [sys.executable, "-m", "ray.scripts.scripts", "start", "--block", *args]
+        self.log(f"[ray-bootstrap] rank {self.alloc.rank}: temp dir {self.temp_dir}")
+        with open(self.start_log, "ab") as out:
+            return self.spawn("ray start", cmd, env, out, owns_temp=True)
+
+    def teardown(self, grace_s: float, keep_logs: bool) -> None:
+        """Stop the driver first, then Ray; keep Ray's logs on failure; remove the temp dir."""
+        for started in reversed(self.started):
+            started.stop(grace_s, self.log)
+        if keep_logs:
+            with contextlib.suppress(OSError):
+                shutil.copytree(
+                    self.temp_dir / "session_latest" / "logs",
+                    self.kept_logs,
+                    dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("*.sock", "old"),
+                )
+                self.log(f"[ray-bootstrap] Ray logs kept in {self.kept_logs}")
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+    def failure(self, what: str) -> RayBootstrapError:
+        return RayBootstrapError(
+            f"rank {self.alloc.rank} on {self.alloc.node_name}: {what}; see {self.start_log} "
+            f"and Ray's logs in {self.kept_logs}"
+        )
+
+
+def _ray_env(base: Mapping[str, str], token_path: Path) -> dict[str, str]:
+    env = dict(base)
+    env.pop("RAY_AUTH_TOKEN", None)
+    env.pop("RAY_ADDRESS", None)  # `ray start --head` must not join some other cluster
+    env.update(auth_env(token_path))
+    # A batch job has nothing to drain: stop at once instead of Ray's 30 s default.
+    env["RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S"] = "0"
+    return env
+
+
+@dataclass(frozen=True)
+class _Resources:
+    num_cpus: int | None
+    num_gpus: int | None
+    object_store_memory: int | None
+
+
+def _common_args(ip: str, alloc: Allocation, temp_dir: Path, res: _Resources) -> list[str]:
+    nm, om, agent, agent_grpc, rt_env, metrics = free_ports(6)
+    args = [
+        f"--node-ip-address={ip}",
+        f"--temp-dir={temp_dir}",
+        f"--node-manager-port={nm}",
+        f"--object-manager-port={om}",
+        f"--dashboard-agent-listen-port={agent}",
+        f"--dashboard-agent-grpc-port={agent_grpc}",
+        f"--runtime-env-agent-port={rt_env}",
+        f"--metrics-export-port={metrics}",
+        # One resource per rank: same-IP nodes (the dev cluster) are otherwise indistinguishable.
+        f"--resources={json.dumps({f'jf_node_{alloc.rank}': 1})}",
+        "--disable-usage-stats",
+    ]
+    if res.num_cpus is not None:
+        args.append(f"--num-cpus={res.num_cpus}")
+    if res.num_gpus is not None:
+        args.append(f"--num-gpus={res.num_gpus}")
+    if res.object_store_memory is not None:
+        args.append(f"--object-store-memory={res.object_store_memory}")
+    return args
+
+
+def _write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _tcp_open(address: str, timeout: float = 1.0) -> bool:
+    host, port = address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _wait_for(
+    what: str, ready: Callable[[], bool], timeout_s: float, alive: Callable[[], bool]
+) -> None:
+    """Poll ``ready`` until true; fail early when the process it depends on died."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        if not alive():
+            raise RayBootstrapError(f"{what}: the process it waits on exited")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not ready after {timeout_s:.0f}s")
+        time.sleep(_POLL_S)
+
+
+def _start_head(
+    node: _Node,
+    env: Mapping[str, str],
+    ready_timeout_s: float,
+    res: _Resources,
+    dashboard: bool,
+) -> tuple[HeadInfo, dict[str, str]]:
+    """Start the head, publish its address once GCS listens, wait for all nodes to be alive."""
+    alloc = node.alloc
+    token_path = alloc.rendezvous_dir / TOKEN_FILE
+    for stale in (HEAD_FILE, DONE_FILE, TOKEN_FILE):
+        (alloc.rendezvous_dir / stale).unlink(missing_ok=True)
+    _write_atomic(token_path, secrets.token_hex(32), mode=0o600)
+    ray_env = _ray_env(env, token_path)
+
+    ip = node_ip()
+    gcs, client, dash = free_ports(3)
+    address = f"{ip}:{gcs}"
+    args = [
+        "--head",
+        f"--port={gcs}",
+        f"--ray-client-server-port={client}",
+        *_common_args(ip, alloc, node.temp_dir, res),
+    ]
+    if dashboard:
+        args += ["--include-dashboard=true", f"--dashboard-host={ip}", f"--dashboard-port={dash}"]
+    else:
+        args += ["--include-dashboard=false", f"--dashboard-host={ip}"]
+    head = node.ray_start(args, ray_env)
+
+    def alive() -> bool:
+        return head.proc.poll() is None
+
+    # The probe imports Ray (seconds) while the head starts, so start it right away.
+    probe = node.spawn(
+        "readiness probe",
+        [sys.executable, "-c", _READINESS_PROBE, address, str(alloc.world), str(ready_timeout_s)],
+        ray_env,
+        None,
+        owns_temp=False,
+    )
+    try:
+        _wait_for("head GCS", lambda: _tcp_open(address), ready_timeout_s, alive)
+        info = HeadInfo(address, token_path, f"http://{ip}:{dash}" if dashboard else None)
+        _write_atomic(alloc.rendezvous_dir / HEAD_FILE, info.to_json())
+        node.log(f"[ray-bootstrap] head at {address}; waiting for {alloc.world} node(s)")
+        _wait_for(
+            f"{alloc.world} Ray node(s) alive",
+            lambda: probe.proc.poll() is not None,
+            ready_timeout_s + 30,
+            alive,
+        )
+    except (TimeoutError, RayBootstrapError) as exc:
+        raise node.failure(str(exc)) from exc
+    finally:
+        probe.stop(1, node.log)
+        node.started.remove(probe)
+    if probe.proc.returncode != 0:
+        raise node.failure(
+            f"{alloc.world} Ray node(s) not alive after {ready_timeout_s:.0f}s "
+            f"(probe exit {probe.proc.returncode})"
+        )
+    return info, driver_env(info, env)
+
+
+def _stream(proc: subprocess.Popen[bytes]) -> int:
+    """Copy the driver's output line by line to our stdout, where Slurm/submitit log it."""
+    assert proc.stdout is not None
+    out = sys.stdout
+    for line in iter(proc.stdout.readline, b""):
+        out.write(line.decode(errors="replace"))
+        out.flush()
+    return proc.wait()
+
+
+def _run_head(
+    node: _Node,
+    command: Sequence[str],
+    env: Mapping[str, str],
+    ready_timeout_s: float,
+    res: _Resources,
+    dashboard: bool,
+) -> int:
+    t0 = time.monotonic()
+    info, denv = _start_head(node, env, ready_timeout_s, res, dashboard)
+    node.log(
+        f"[ray-bootstrap] {node.alloc.world} node(s) up in {time.monotonic() - t0:.1f}s"
+        + (f"; dashboard {info.dashboard_url}" if info.dashboard_url else "")
+    )
+    try:
+        driver = node.spawn("driver", command, denv, subprocess.PIPE, owns_temp=False)
+        code = _stream(driver.proc)
+    except OSError as exc:  # e.g. the command does not exist
+        node.log(f"[ray-bootstrap] cannot run driver {command[:1]}: {exc}")
+        code = 127
+    node.log(f"[ray-bootstrap] driver exited with {code}")
+    return code
+
+
+def _run_worker(
+    node: _Node,
+    env: Mapping[str, str],
+    ready_timeout_s: float,
+    res: _Resources,
+) -> None:
+    """Join the head named in the rendezvous file; return when the head is done or gone."""
+    alloc = node.alloc
+    head_file = alloc.rendezvous_dir / HEAD_FILE
+    done = alloc.rendezvous_dir / DONE_FILE
+    try:
+        _wait_for(f"rendezvous file {head_file}", head_file.exists, ready_timeout_s, lambda: True)
+    except TimeoutError as exc:
+        raise RayBootstrapError(f"rank {alloc.rank}: {exc}; did rank 0 start?") from exc
+    info = HeadInfo.from_json(head_file.read_text())
+    ip = node_ip()
+    args = [
+        f"--address={info.address}",
+        *_common_args(ip, alloc, node.temp_dir, res),
+    ]
+    worker = node.ray_start(args, _ray_env(env, info.token_path))
+    node.log(f"[ray-bootstrap] rank {alloc.rank}: joining {info.address}")
+    misses, next_check = 0, 0.0
+    while not done.exists():
+        if worker.proc.poll() is not None:
+            if done.exists():
+                break
+            raise node.failure(f"ray start exited with {worker.proc.returncode}")
+        if time.monotonic() >= next_check:
+            misses = 0 if _tcp_open(info.address) else misses + 1
+            next_check = time.monotonic() + 2.0
+            if misses >= 3:
+                node.log(f"[ray-bootstrap] rank {alloc.rank}: head {info.address} is gone")
+                break
+        time.sleep(_POLL_S)
+
+
+def run_in_ray_cluster(
+    alloc: Allocation,
+    command: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    ready_timeout_s: float = 120,
+    num_gpus: int | None = None,
+    num_cpus: int | None = None,
+    dashboard: bool = False,
+    log: Log = print,
+    object_store_memory: int | None = None,
+    stop_grace_s: float = 15,
+) -> int:
+    """Run ``command`` on a Ray cluster spanning the allocation; call it on every task.
+
+    Returns the driver's exit code on rank 0 and 0 on the other ranks. Raises
+    :class:`RayBootstrapError` when the cluster cannot be started or joined. Processes this
+    call started are stopped before it returns, also on exceptions and on SIGTERM/SIGINT
+    (which then end in ``SystemExit(128 + signal)``). ``object_store_memory`` is per node, in
+    bytes (Ray's minimum is :data:`MIN_OBJECT_STORE_BYTES`); ``stop_grace_s`` is how long each
+    started process gets between SIGTERM and SIGKILL.
+    """
+    res = _Resources(num_cpus, num_gpus, object_store_memory)
+    alloc.rendezvous_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    base = dict(os.environ if env is None else env)
+    node = _Node(alloc, log)
+    ok = False
+    t0 = time.monotonic()
+    try:
+        with _exit_on_signals(log) as disarm:
+            try:
+                if alloc.rank == 0:
+                    code = _run_head(node, command, base, ready_timeout_s, res, dashboard)
+                else:
+                    _run_worker(node, base, ready_timeout_s, res)
+                    code = 0
+                ok = code == 0
+                return code
+            finally:
+                disarm()
+                if alloc.rank == 0:  # workers tear down while we do, also after a failure
+                    with contextlib.suppress(OSError):
+                        _write_atomic(alloc.rendezvous_dir / DONE_FILE, "")
+                t1 = time.monotonic()
+                node.teardown(stop_grace_s, keep_logs=not ok)
+                log(
+                    f"[ray-bootstrap] rank {alloc.rank}: torn down in "
+                    f"{time.monotonic() - t1:.1f}s (total {time.monotonic() - t0:.1f}s)"
+                )
+    finally:
+        if alloc.rank == 0:
+            # The token is only valid while the cluster runs; do not leave it on shared disk.
+            (alloc.rendezvous_dir / TOKEN_FILE).unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m judgeflow.cluster.ray_bootstrap",
+        description="Start a Ray cluster over this Slurm allocation and run CMD on its head.",
+        epilog="Run on every node (srun --ntasks-per-node=1 ... -- CMD ARGS...).",
+    )
+    p.add_argument(
+        "--rendezvous-root",
+        default=os.environ.get("JUDGEFLOW_RENDEZVOUS_ROOT", str(Path.cwd() / ".jf-rendezvous")),
+        help="directory on the shared filesystem; one subdirectory per job step",
+    )
+    p.add_argument("--ready-timeout", type=float, default=120.0, help="seconds to wait for nodes")
+    p.add_argument("--num-cpus", type=int, default=None, help="CPUs per node Ray may use")
+    p.add_argument("--num-gpus", type=int, default=None, help="GPUs per node Ray may use")
+    p.add_argument(
+        "--object-store-memory", type=int, default=None, help="object store bytes per node"
+    )
+    p.add_argument("--dashboard", action="store_true", help="serve the dashboard on the head IP")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS... (run on rank 0)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry: exit code is the driver's on rank 0, 0 on workers, 1 if Ray failed."""
+    args = _parser().parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    alloc = Allocation.from_env(args.rendezvous_root)
+    if alloc.rank == 0 and not command:
+        _parser().error("rank 0 needs a driver command after --")
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    try:
+        return run_in_ray_cluster(
+            alloc,
+            command,
+            ready_timeout_s=args.ready_timeout,
+            num_cpus=args.num_cpus,
+            num_gpus=args.num_gpus,
+            dashboard=args.dashboard,
+            log=log,
+            object_store_memory=args.object_store_memory,
+        )
+    except RayBootstrapError as exc:
+        log(f"[ray-bootstrap] error: {exc}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
