@@ -118,3 +118,31 @@ def judgeflow_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_model: 
     (home / "tiny-model").symlink_to(tiny_model, target_is_directory=True)
     monkeypatch.setenv("JUDGEFLOW_HOME", str(home))
     return home
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """moto's S3-compatible server on loopback; yields its endpoint URL (credentials are dummies)."""
+    log = tmp_path_factory.mktemp("moto") / "server.log"
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{endpoint}/moto-api/", 60, proc, log)
+        yield endpoint
+    finally:
+        stop(proc)
+
+
+@pytest.fixture
+def s3_env(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Point s3fs/boto at the moto server for one test."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server)
+    monkeypatch.setenv("FSSPEC_S3_ENDPOINT_URL", s3_server)
+    return s3_server

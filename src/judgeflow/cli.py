@@ -23,7 +23,7 @@ dev_app = typer.Typer(no_args_is_help=True, help="Development helpers (tiny mode
 app.add_typer(prepare_app, name="prepare")
 app.add_typer(dev_app, name="dev")
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
 
 SetOption = Annotated[
     list[str] | None,
@@ -176,7 +176,7 @@ def run_cmd(recipe: str, profile: ProfileOption = None, set_: SetOption = None) 
 
 
 def _print_summary(summary: dict, home: Path) -> None:
-    out = Console()
+    out = Console(soft_wrap=True)
     out.rule("[bold]judgeflow run finished")
     out.print(f"MLflow run id : [bold]{summary['mlflow_run_id']}[/]")
     out.print(f"checkpoint    : {summary.get('checkpoint')}")

@@ -95,3 +95,23 @@ def test_local_store_publish(tmp_path: Path) -> None:
     (other / "g.txt").write_text("y")
     uri = store.publish(other, "runs", "r2")
     assert Path(uri, "g.txt").read_text() == "y"
+
+
+def test_download_from_s3_and_publish_to_s3(tmp_path: Path, s3_env: str) -> None:
+    import s3fs
+
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": s3_env})
+    fs.mkdir("jf-data")
+    src = _make_source(tmp_path)
+    fs.put(str(src / "a.jsonl"), "jf-data/judge/a.jsonl")
+    fs.put(str(src / "sub" / "b.parquet"), "jf-data/judge/sub/b.parquet")
+
+    manifest = download("s3://jf-data/judge", tmp_path / "dl")
+    assert {f.path: f.rows for f in manifest.files} == {"a.jsonl": 3, "sub/b.parquet": 2}
+    assert manifest.files[0].sha256 == download(str(src), tmp_path / "dl2").files[0].sha256
+
+    store = ArtifactStore("s3://jf-data/store")
+    assert not store.is_local
+    uri = store.publish(src / "a.jsonl", "runs", "r1", "a.jsonl")
+    assert uri == "s3://jf-data/store/runs/r1/a.jsonl"
+    assert fs.cat(uri) == (src / "a.jsonl").read_bytes()

@@ -1,0 +1,86 @@
+"""The `judgeflow` command line: prepare, config, errors with exit status 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from typer.testing import CliRunner
+
+from judgeflow.cli import app
+from judgeflow.samples import sample_path
+
+runner = CliRunner()
+
+
+def _prepare_pairwise(out: Path, tokenizer: Path, max_len: int) -> tuple[str, dict]:
+    result = runner.invoke(
+        app,
+        [
+            "prepare", "judge", "--mode", "pairwise",
+            "--input", str(sample_path("openjudge_pairwise.jsonl")),
+            "--input", str(sample_path("rewardbench2.jsonl")),
+            "--output", str(out), "--val-fraction", "0.25", "--balance-positions", "--seed", "3",
+            "--tokenizer", str(tokenizer), "--max-prompt-length", str(max_len),
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return result.output, json.loads(out.with_suffix(".report.json").read_text())
+
+
+def test_prepare_judge_pairwise_writes_train_val_and_report(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    out = tmp_path / "pair.parquet"
+    _, unfiltered = _prepare_pairwise(out, tiny_model, 100_000)
+    assert unfiltered["dropped"]["by_reason"]["prompt_too_long"] == 0
+    longest = unfiltered["prompt_tokens"]["max"]
+
+    output, report = _prepare_pairwise(out, tiny_model, longest - 1)
+    train, val = pq.read_table(out), pq.read_table(tmp_path / "pair.val.parquet")
+    assert train.num_rows == report["counts"]["examples_written"]["train"]
+    assert val.num_rows == report["counts"]["examples_written"]["val"]
+    assert report["dropped"]["by_reason"]["tie"] > 0  # the RewardBench2 sample has Ties rows
+    assert report["dropped"]["by_reason"]["prompt_too_long"] >= 1  # the longest no longer fits
+    assert report["prompt_tokens"]["max"] < longest
+    assert "prompt_too_long" in output
+
+
+def test_prepare_judge_bad_row_names_file_row_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    row = {
+        "input": [{"role": "user", "content": "Hi?"}],
+        "output": [
+            {"answer": {"role": "assistant", "content": "Hello", "label": {"helpfulness": 7}}}
+        ],
+        "source": "x",
+    }
+    bad.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "out.parquet"
+    result = runner.invoke(
+        app, ["prepare", "judge", "--mode", "pointwise", "--input", str(bad), "--output", str(out)]
+    )
+    assert result.exit_code == 2
+    assert "bad.jsonl: row 0, field 'output[0].answer.label.helpfulness'" in result.output
+    assert not out.exists()
+
+
+def test_config_prints_resolved_yaml_and_rejects_unknown_keys() -> None:
+    ok = runner.invoke(app, ["config", "grpo-pairwise", "--set", "grpo.learning_rate=3e-6"])
+    assert ok.exit_code == 0
+    assert "learning_rate: 3.0e-06" in ok.output and "mode: pairwise" in ok.output
+    bad = runner.invoke(app, ["config", "grpo-pairwise", "--set", "grpo.lr=3e-6"])
+    assert bad.exit_code == 2
+    assert "unknown config key 'grpo.lr'" in bad.output
+
+
+def test_run_rejects_bad_config_before_starting_anything() -> None:
+    result = runner.invoke(app, ["run", "grpo-pointwise", "--set", "cluster.nodes=0"])
+    assert result.exit_code == 2
+    assert "cluster.nodes" in result.output
+
+
+def test_recipes_lists_presets_and_profiles() -> None:
+    result = runner.invoke(app, ["recipes"])
+    assert "grpo-pointwise" in result.output and "tiny" in result.output
