@@ -14,10 +14,15 @@ from judgeflow.tracking import resolve_tracking_uri
 from tasks.data import download, prepare
 from tasks.evaluate import evaluate
 from tasks.tracking import log_summary, start_tracking
-from tasks.train import train
+from tasks.train import cancel_submitted_jobs, train
 
 
-@flow(name="judge-grpo", log_prints=True)
+@flow(
+    name="judge-grpo",
+    log_prints=True,
+    on_cancellation=[cancel_submitted_jobs],
+    on_crashed=[cancel_submitted_jobs],
+)
 def judge_grpo(
     mode: Literal["pointwise", "pairwise"] = "pointwise",
     recipe: str | None = None,
@@ -33,7 +38,10 @@ def judge_grpo(
         before = (
             evaluate(cfg, cfg.model.path, data, run_id, "before") if cfg.evaluation.enabled else {}
         )
-        model = train(cfg, data, run_id)
+        retrying = train.with_options(
+            retries=cfg.cluster.retries, retry_delay_seconds=cfg.cluster.retry_delay_s
+        )
+        model = retrying(cfg, data, run_id)
         after = (
             evaluate(cfg, model.model_dir, data, run_id, "after") if cfg.evaluation.enabled else {}
         )

@@ -26,6 +26,8 @@ os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+# The dev Slurm cluster's state stays in the checkout even when a test moves $JUDGEFLOW_HOME.
+os.environ.setdefault("DEV_SLURM_DIR", str(REPO_ROOT / ".judgeflow" / "slurm"))
 
 
 def free_port() -> int:
@@ -127,7 +129,9 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     proc = subprocess.Popen(
         [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     endpoint = f"http://127.0.0.1:{port}"
     try:

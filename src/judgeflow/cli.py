@@ -22,6 +22,8 @@ prepare_app = typer.Typer(no_args_is_help=True, help="Turn raw data into trainin
 dev_app = typer.Typer(no_args_is_help=True, help="Development helpers (tiny model, …).")
 app.add_typer(prepare_app, name="prepare")
 app.add_typer(dev_app, name="dev")
+stage_app = typer.Typer(no_args_is_help=True, help="Run one stage inside a job (used by the jobs).")
+app.add_typer(stage_app, name="stage", hidden=True)
 
 console = Console(stderr=True, soft_wrap=True)
 
@@ -132,6 +134,27 @@ def tiny_model_cmd(
     console.print(f"[green]tiny model[/] {path}")
 
 
+@stage_app.command("run")
+def stage_run_cmd(input_file: Path) -> None:
+    """Run the stage described by an input file; writes result.json (and progress.json) beside it."""
+    from judgeflow.stages import run_stage_job
+
+    run_stage_job(input_file)
+    console.print(f"[green]stage finished[/] {input_file.parent / 'result.json'}")
+
+
+@app.command("render")
+def render_cmd(recipe: str, profile: ProfileOption = None, set_: SetOption = None) -> None:
+    """Dry run: print the sbatch script and engine command of each GPU stage; submits nothing."""
+    from judgeflow.render import render_recipe
+
+    try:
+        cfg = load_config(recipe, profile=profile, overrides=set_ or [])
+    except ConfigError as exc:
+        raise _fail(exc) from None
+    print(render_recipe(cfg), end="")
+
+
 @app.command("recipes")
 def recipes_cmd() -> None:
     """List the recipe presets and profiles."""
@@ -166,6 +189,8 @@ def run_cmd(recipe: str, profile: ProfileOption = None, set_: SetOption = None) 
     # start` with the same PREFECT_HOME shows this run afterwards.
     os.environ.setdefault("PREFECT_HOME", str(home / "prefect"))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    if cfg.mode == "grrm":
+        raise _fail(ConfigError(f"{recipe}: GRRM recipes run with the grrm flow"))
     from flows.judge_grpo import judge_grpo
 
     try:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 RECIPES_DIR = Path(__file__).parent / "recipes"
 PROFILES_DIR = RECIPES_DIR / "profiles"
 
-Mode = Literal["pointwise", "pairwise"]
+Mode = Literal["pointwise", "pairwise", "grrm"]
 
 
 class ConfigError(ValueError):
@@ -77,6 +77,63 @@ class GrpoConfig(_Section):
     max_steps: int | None = Field(None, gt=0, description="stop after this many steps")
     save_freq: int = Field(20, gt=0)
     test_freq: int = Field(10, gt=0)
+    # verl-only knobs (the TRL engine ignores them). Defaults are the grpo-pointwise reference
+    # (OpenJudge's run_pointwise.sh) or, where it is silent, verl 0.6.1's own default.
+    strategy: Literal["fsdp", "fsdp2"] = Field("fsdp", description="actor (and ref) FSDP version")
+    model_dtype: Literal["fp32", "bf16"] = Field("fp32", description="FSDP parameter dtype")
+    lr_scheduler_type: Literal["constant", "cosine"] = "constant"
+    lr_warmup_steps_ratio: float = Field(0.0, ge=0, le=1)
+    min_lr_ratio: float = Field(0.0, ge=0, le=1, description="cosine floor, share of the lr")
+    loss_mode: str = Field("vanilla", description="policy loss: vanilla, gspo, clip_cov, …")
+    loss_agg_mode: Literal[
+        "token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"
+    ] = "token-mean"
+    clip_ratio_low: float = Field(0.2, gt=0)
+    clip_ratio_high: float = Field(0.2, gt=0)
+    entropy_coeff: float = Field(0.0, ge=0)
+    kl_ctrl_coef: float = Field(0.001, ge=0, description="in-reward KL coefficient")
+    norm_adv_by_std_in_grpo: bool = Field(True, description="False: Dr.GRPO-style advantages")
+    actor_shuffle: bool = Field(False, description="shuffle within a PPO mini-batch epoch")
+    data_shuffle: bool = True
+    truncation: Literal["error", "left", "right", "middle"] = Field(
+        "right", description="what verl does with a prompt still too long after filtering"
+    )
+    param_offload: bool = Field(False, description="offload actor parameters (OOM relief)")
+    optimizer_offload: bool = False
+    ulysses_sequence_parallel_size: int = Field(1, gt=0)
+    use_dynamic_bsz: bool = Field(False, description="pack by tokens, not by sample count")
+    ppo_max_token_len_per_gpu: int = Field(16384, gt=0, description="with use_dynamic_bsz")
+    log_prob_micro_batch_size_per_gpu: int = Field(1, gt=0, description="rollout log-probs")
+    ref_log_prob_micro_batch_size_per_gpu: int = Field(1, gt=0)
+    rollout_name: Literal["vllm", "sglang"] = "vllm"
+    rollout_mode: Literal["sync", "async"] = "sync"
+    rollout_tensor_model_parallel_size: int | None = Field(
+        None, gt=0, description="vLLM tensor parallelism; unset: GPUs per node (the reference)"
+    )
+    calculate_log_probs: bool = Field(False, description="rollout returns its own log-probs")
+    top_p: float = Field(1.0, gt=0, le=1)
+    top_k: int = Field(-1, description="-1: off")
+    val_temperature: float = Field(0.0, ge=0, description="0 with val_do_sample=false: greedy")
+    val_top_p: float = Field(1.0, gt=0, le=1)
+    val_top_k: int = -1
+    val_do_sample: bool = False
+    overlong_buffer_enable: bool = Field(False, description="dapo: penalise near-limit answers")
+    overlong_buffer_len: int = Field(1024, gt=0, description="dapo: tokens before the limit")
+    overlong_buffer_penalty_factor: float = Field(1.0, ge=0)
+    overlong_buffer_log: bool = False
+    max_resp_len: int | None = Field(
+        None, gt=0, description="dapo's limit for the buffer; unset: data.max_response_length"
+    )
+    val_before_train: bool = Field(False, description="validate once before the first step")
+    resume_mode: Literal["auto", "disable", "resume_path"] = "auto"
+    max_actor_ckpt_to_keep: int | None = Field(None, gt=0, description="unset: keep all")
+    logger: list[str] = Field(
+        default_factory=lambda: ["console", "mlflow"], description="verl trainer.logger"
+    )
+    extra_overrides: list[str] = Field(
+        default_factory=list,
+        description="raw hydra overrides for verl, appended last (e.g. 'trainer.balance_batch=false')",
+    )
 
 
 class ClusterConfig(_Section):
@@ -95,6 +152,22 @@ class ClusterConfig(_Section):
     extra_sbatch: list[str] = Field(default_factory=list, description="extra #SBATCH lines")
     setup: list[str] = Field(default_factory=list, description="shell lines run before a stage")
     env: dict[str, str] = Field(default_factory=dict)
+    shared_dir: str = Field(
+        "${JUDGEFLOW_HOME}/jobs",
+        validate_default=True,
+        description="directory on the shared filesystem: job folders, logs, rendezvous",
+    )
+    retries: int = Field(2, ge=0, description="resubmissions of a stage killed from outside")
+    retry_delay_s: float = Field(10.0, ge=0)
+    poll_s: float = Field(2.0, gt=0, description="how often a running stage is checked")
+    ray_num_cpus: int | None = Field(None, gt=0, description="CPUs Ray may use per node")
+    ray_object_store_mb: int | None = Field(None, ge=75, description="object store per node")
+    ray_dashboard: bool = Field(False, description="dashboard on a per-job port, head only")
+
+    @field_validator("shared_dir")
+    @classmethod
+    def _expand_home(cls, value: str) -> str:
+        return value.replace("${JUDGEFLOW_HOME}", str(judgeflow_home()))
 
 
 class EvaluationConfig(_Section):

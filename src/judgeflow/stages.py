@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from judgeflow.config import RunConfig, flatten
-from judgeflow.storage import ArtifactStore, Manifest, download
+from judgeflow.cluster.stage import PROGRESS_FILE, RESULT_FILE, StageSpec
+from judgeflow.config import RunConfig, flatten, judgeflow_home
+from judgeflow.storage import ArtifactStore, Manifest, download, write_json
 from judgeflow.tracking import Tracker, git_commit
 
 Progress = Callable[[int, int], None]
@@ -76,6 +78,8 @@ def prepare_stage(cfg: RunConfig, manifest: Manifest) -> PreparedData:
     """Validate and render the judge prompts into verl RL parquet (+ a validation split)."""
     from judgeflow.data import prepare_judge
 
+    if cfg.mode == "grrm":
+        raise NotImplementedError("GRRM data preparation runs in the grrm flow")
     params = _prepare_params(cfg)
     tokenizer = cfg.model.path if cfg.data.filter_overlong_prompts else None
     identity = {**params, "tokenizer": tokenizer, "max_prompt_length": cfg.data.max_prompt_length}
@@ -192,3 +196,95 @@ def _prepare_params(cfg: RunConfig) -> dict[str, Any]:
 
 def _short_hash(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------------------- stages as jobs
+#
+# A stage that runs as a job (Slurm, or a local process through the same interface) gets its
+# inputs as one JSON file in its stage directory and leaves result.json and progress.json there.
+
+STAGE_INPUT = "input.json"
+
+
+def stage_spec(
+    cfg: RunConfig,
+    stage: str,
+    run_id: str,
+    payload: dict[str, Any],
+    *,
+    name: str | None = None,
+    dry_run: bool = False,
+) -> StageSpec:
+    """The job for `stage` ("train" or "evaluate"): command, environment, shared directory.
+
+    Unless `dry_run`, this writes the stage input file the command reads.
+    """
+    from judgeflow.tracking import resolve_tracking_uri
+
+    name = name or stage
+    workdir = Path(cfg.cluster.shared_dir) / run_id / name
+    if not dry_run:
+        stage_input = {
+            "stage": stage,
+            "config": cfg.model_dump(mode="json"),
+            "run_id": run_id,
+            **payload,
+        }
+        write_json(workdir / STAGE_INPUT, stage_input)
+    env = {
+        **cfg.cluster.env,
+        "MLFLOW_TRACKING_URI": resolve_tracking_uri(cfg.tracking.tracking_uri),
+        "MLFLOW_RUN_ID": run_id,
+        "JUDGEFLOW_HOME": str(judgeflow_home()),
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+    }
+    return StageSpec(
+        name=name,
+        command=[sys.executable, "-m", "judgeflow", "stage", "run", str(workdir / STAGE_INPUT)],
+        workdir=str(workdir),
+        env=env,
+        ray=cfg.cluster.backend == "slurm",
+        gpus_per_node=cfg.cluster.gpus_per_node,
+        ray_num_cpus=cfg.cluster.ray_num_cpus,
+        ray_object_store_mb=cfg.cluster.ray_object_store_mb,
+        ray_dashboard=cfg.cluster.ray_dashboard,
+    )
+
+
+def train_stage_spec(
+    cfg: RunConfig, data: PreparedData, run_id: str, *, dry_run: bool = False
+) -> StageSpec:
+    payload = {"data": asdict(data), "output_dir": str(run_dir(cfg, run_id))}
+    return stage_spec(cfg, "train", run_id, payload, dry_run=dry_run)
+
+
+def evaluate_stage_spec(
+    cfg: RunConfig, model_dir: str, data: PreparedData, run_id: str, label: str
+) -> StageSpec:
+    payload = {"data": asdict(data), "model_dir": model_dir}
+    return stage_spec(cfg, "evaluate", run_id, payload, name=f"evaluate-{label}")
+
+
+def run_stage_job(input_file: str | Path) -> dict[str, Any]:
+    """Inside the job: run the stage named in the input file; leave progress and result."""
+    inp = json.loads(Path(input_file).read_text())
+    cfg = RunConfig.model_validate(inp["config"])
+    workdir = Path(input_file).parent
+    data = PreparedData(**inp["data"])
+    result: dict[str, Any]
+    if inp["stage"] == "train":
+
+        def progress(step: int, total: int) -> None:
+            write_json(workdir / PROGRESS_FILE, {"step": step, "total": total})
+
+        tracker = Tracker.attach(inp["run_id"], cfg.tracking.tracking_uri)
+        model = train_stage(
+            cfg, data, output_dir=inp["output_dir"], metrics_sink=tracker, progress=progress
+        )
+        result = asdict(model)
+    elif inp["stage"] == "evaluate":
+        result = evaluate_stage(cfg, inp["model_dir"], data)
+    else:
+        raise ValueError(f"{input_file}: unknown stage {inp['stage']!r}")
+    write_json(workdir / RESULT_FILE, result)
+    return result

@@ -49,6 +49,7 @@ __all__ = [
     "HeadInfo",
     "RayBootstrapError",
     "driver_env",
+    "exit_on_signals",
     "main",
     "run_in_ray_cluster",
 ]
@@ -316,7 +317,7 @@ def _popen(
 
 
 @contextlib.contextmanager
-def _exit_on_signals(log: Log) -> Iterator[Callable[[], None]]:
+def exit_on_signals(log: Log) -> Iterator[Callable[[], None]]:
     """Turn the first SIGTERM/SIGINT into SystemExit(128+sig) so ``finally`` tears down.
 
     Yields ``disarm``: call it when teardown starts, so a signal can no longer cut teardown
@@ -654,7 +655,7 @@ def run_in_ray_cluster(
     ok = False
     t0 = time.monotonic()
     try:
-        with _exit_on_signals(log) as disarm:
+        with exit_on_signals(log) as disarm:
             try:
                 if alloc.rank == 0:
                     code = _run_head(node, command, base, ready_timeout_s, res, dashboard)

@@ -1,0 +1,62 @@
+"""Follow a running stage: stream its log, report its progress, return its result.
+
+The caller injects where lines and progress go (the Prefect task log and progress artifact, or a
+terminal), so this stays free of any orchestrator.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from judgeflow.cluster.submit import StageHandle
+
+
+def watch(
+    handle: StageHandle,
+    *,
+    on_log: Callable[[str], None],
+    on_progress: Callable[[int, int], None] | None = None,
+    poll_s: float = 2.0,
+) -> dict[str, Any]:
+    """Poll until the job ends; then return its result (or raise StageFailed)."""
+    offset, pending, last_progress = 0, "", None
+    while True:
+        finished = handle.done()
+        text, offset = handle.log_tail(offset)
+        pending = _emit_lines(pending + text, on_log)
+        progress = _read_progress(handle)
+        if on_progress and progress and progress != last_progress:
+            on_progress(*progress)
+            last_progress = progress
+        if finished:
+            break
+        time.sleep(poll_s)
+    if pending.strip():
+        on_log(_last_segment(pending))
+    return handle.result()
+
+
+def _emit_lines(text: str, on_log: Callable[[str], None]) -> str:
+    """Send every complete line; keep the unfinished tail for the next poll."""
+    *lines, tail = text.split("\n")
+    for line in lines:
+        shown = _last_segment(line)
+        if shown.strip():
+            on_log(shown)
+    return tail
+
+
+def _last_segment(line: str) -> str:
+    """Progress bars redraw with carriage returns; the last redraw is what a terminal shows."""
+    return line.rstrip("\r").rsplit("\r", 1)[-1]
+
+
+def _read_progress(handle: StageHandle) -> tuple[int, int] | None:
+    try:
+        data = json.loads(handle.spec.progress_path.read_text())
+        return int(data["step"]), int(data["total"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

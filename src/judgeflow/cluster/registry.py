@@ -1,0 +1,43 @@
+"""Which jobs a pipeline run has submitted, so that cancelling the run can cancel them.
+
+A flow run that is cancelled is killed; its on-cancellation hook runs elsewhere (the worker) and
+finds the jobs here, keyed by the flow run id, on the shared filesystem.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+
+def registry_file(shared_dir: str | Path, key: str) -> Path:
+    return Path(shared_dir) / "submitted" / f"{key}.jsonl"
+
+
+def record(shared_dir: str | Path, key: str, *, backend: str, job_id: str, stage: str) -> None:
+    path = registry_file(shared_dir, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:  # one short line per submission: appends do not interleave
+        fh.write(json.dumps({"backend": backend, "job_id": job_id, "stage": stage}) + "\n")
+
+
+def cancel_all(shared_dir: str | Path, key: str) -> list[str]:
+    """Cancel every job recorded under `key`; returns the job ids it asked to stop."""
+    path = registry_file(shared_dir, key)
+    if not path.exists():
+        return []
+    cancelled = []
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        job_id = str(entry["job_id"])
+        if entry["backend"] == "slurm":
+            subprocess.run(["scancel", job_id], check=False, capture_output=True, timeout=30)
+        else:  # a local job is a process on this machine; SIGTERM makes it stop its command
+            with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
+                os.kill(int(job_id), signal.SIGTERM)
+        cancelled.append(job_id)
+    return cancelled

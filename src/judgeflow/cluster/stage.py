@@ -1,0 +1,116 @@
+"""What a stage is: an engine command to run on the head of a Ray cluster inside an allocation.
+
+A `StageSpec` is plain data (picklable, JSON-able): the command, its environment, where its
+files go. `StageJob` is the callable submitit runs on every task of the allocation; it is
+checkpointable, so a time-limit or preemption signal requeues it and the command, which resumes
+from its last checkpoint, simply runs again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import submitit
+
+RESULT_FILE = "result.json"
+PROGRESS_FILE = "progress.json"
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    name: str  # e.g. "train"; used in job names and log lines
+    command: list[str]  # the engine command (driver), run on the Ray head
+    workdir: str  # shared directory: rendezvous, result and progress files
+    env: dict[str, str] = field(default_factory=dict)
+    ray: bool = True  # start a Ray cluster across the allocation before the command
+    gpus_per_node: int = 0
+    ray_num_cpus: int | None = None
+    ray_object_store_mb: int | None = None
+    ray_dashboard: bool = False
+    ready_timeout_s: float = 180.0
+
+    @property
+    def result_path(self) -> Path:
+        return Path(self.workdir) / RESULT_FILE
+
+    @property
+    def progress_path(self) -> Path:
+        return Path(self.workdir) / PROGRESS_FILE
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+
+class StageFailed(RuntimeError):
+    """The stage's command exited non-zero, or its job was killed or ended without a result.
+
+    `retryable` is true when the job was killed from outside (scancel, node failure, preemption,
+    time limit): a resubmission resumes from the last checkpoint. A command that failed by itself
+    (bad data, bad config, out of memory, NaN) would fail the same way again, so it is not.
+    """
+
+    def __init__(self, message: str, *, state: str | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.state = state
+        self.retryable = retryable
+
+
+class StageJob(submitit.helpers.Checkpointable):
+    """Runs on every task: rank 0 hosts the Ray head and the driver, the others join as workers."""
+
+    def __call__(self, spec: StageSpec) -> dict[str, Any] | None:
+        from judgeflow.cluster.ray_bootstrap import Allocation, exit_on_signals, run_in_ray_cluster
+
+        env = {**spec.env, "JUDGEFLOW_STAGE_DIR": spec.workdir}
+        rendezvous = Path(spec.workdir) / "rendezvous"
+        alloc = Allocation.from_env(rendezvous)
+        if alloc.rank == 0:
+            spec.result_path.unlink(missing_ok=True)  # a requeued attempt must not see a stale one
+        print(
+            f"[judgeflow] stage {spec.name}: rank {alloc.rank}/{alloc.world} on {alloc.node_name}",
+            flush=True,
+        )
+        if spec.ray:
+            code = run_in_ray_cluster(
+                alloc,
+                spec.command,
+                env=env,
+                ready_timeout_s=spec.ready_timeout_s,
+                num_gpus=spec.gpus_per_node,
+            )
+        elif alloc.rank == 0:
+            with exit_on_signals(print):  # submitit ignores SIGTERM; we must stop the command
+                code = _run_plain(spec.command, env)
+        else:
+            code = 0
+        if alloc.rank != 0:
+            return None
+        if code != 0:
+            raise StageFailed(f"stage {spec.name}: command exited with code {code}")
+        if not spec.result_path.exists():
+            raise StageFailed(
+                f"stage {spec.name}: command succeeded but wrote no {spec.result_path}"
+            )
+        result: dict[str, Any] = json.loads(spec.result_path.read_text())
+        return result
+
+
+def _run_plain(command: list[str], env: dict[str, str]) -> int:
+    """Run the command in its own process group; stop that group if we are interrupted."""
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen(command, env={**os.environ, **env}, start_new_session=True)
+    try:
+        return proc.wait()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)

@@ -1,0 +1,211 @@
+"""One way to run a stage: `submit(spec, cluster) -> StageHandle`, on Slurm or on this machine.
+
+Both backends go through submitit (`slurm` and `local` executors), so the handle behaves the same
+way everywhere: `.result()`, `.cancel()`, `.done()`, `.state`, `.log_tail()`.
+"""
+
+from __future__ import annotations
+
+import enum
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import submitit
+
+from judgeflow.cluster.stage import StageFailed, StageJob, StageSpec
+from judgeflow.config import ClusterConfig
+
+
+class JobState(enum.Enum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    TIMEOUT = "TIMEOUT"
+    NODE_FAIL = "NODE_FAIL"
+    OUT_OF_MEMORY = "OUT_OF_MEMORY"
+    PREEMPTED = "PREEMPTED"
+    REQUEUED = "REQUEUED"
+    UNKNOWN = "UNKNOWN"
+
+    @classmethod
+    def parse(cls, raw: str) -> JobState:
+        word = raw.split()[0].rstrip("+") if raw else "UNKNOWN"  # "CANCELLED by 0" -> CANCELLED
+        aliases = {
+            "DONE": "COMPLETED",
+            "FINISHED": "COMPLETED",  # submitit local backend
+            "READY": "PENDING",
+            "INTERRUPTED": "CANCELLED",  # a local process killed by a signal
+        }
+        word = aliases.get(word, word)
+        return cls.__members__.get(word, cls.UNKNOWN)
+
+    @property
+    def finished(self) -> bool:
+        return self not in {JobState.PENDING, JobState.RUNNING, JobState.REQUEUED, JobState.UNKNOWN}
+
+    @property
+    def killed_from_outside(self) -> bool:
+        """States where a resubmission can succeed where this attempt could not."""
+        return self in {
+            JobState.CANCELLED,
+            JobState.NODE_FAIL,
+            JobState.PREEMPTED,
+            JobState.TIMEOUT,
+        }
+
+
+@dataclass
+class StageHandle:
+    """A submitted stage; wraps a submitit job (one task per node)."""
+
+    job: submitit.Job[Any]
+    spec: StageSpec
+    backend: str
+
+    @property
+    def job_id(self) -> str:
+        return str(self.job.job_id)
+
+    @property
+    def state(self) -> JobState:
+        return JobState.parse(self.job.state)
+
+    @property
+    def log_paths(self) -> dict[str, str]:
+        paths = self.job.paths
+        return {"stdout": str(paths.stdout), "stderr": str(paths.stderr)}
+
+    @property
+    def node_list(self) -> str | None:
+        """The allocation's nodes (Slurm's NodeList), once known."""
+        if self.backend != "slurm":
+            return "localhost"
+        info = self.job.get_info(mode="force")
+        return info.get("NodeList") or None
+
+    def done(self) -> bool:
+        return self.job.done(force_check=True)
+
+    def result(self) -> dict[str, Any]:
+        """Rank 0's result; raises StageFailed (retryable when killed from outside)."""
+        try:
+            results = self.job.results()
+        except (submitit.core.utils.FailedJobError, submitit.core.utils.UncompletedJobError) as exc:
+            state = self.final_state()
+            raise StageFailed(
+                f"stage {self.spec.name} (job {self.job_id}) ended in state {state.value}; "
+                f"log: {self.log_paths['stdout']}\n{_last_lines(str(exc), 30)}",
+                state=state.value,
+                retryable=state.killed_from_outside,
+            ) from None
+        if not results or results[0] is None:
+            raise StageFailed(f"stage {self.spec.name} (job {self.job_id}) returned no result")
+        return dict(results[0])
+
+    def final_state(self, wait_s: float = 30.0) -> JobState:
+        """The job's end state; accounting can lag the job by a moment, so poll briefly."""
+        deadline = time.monotonic() + wait_s
+        state = self.state
+        while not state.finished and time.monotonic() < deadline:
+            time.sleep(1.0)
+            self.job.get_info(mode="force")
+            state = self.state
+        return state
+
+    def cancel(self) -> None:
+        self.job.cancel(check=False)
+
+    def log_tail(self, offset: int = 0) -> tuple[str, int]:
+        """New text of the rank-0 stdout since `offset`, and the new offset."""
+        path = Path(self.job.paths.stdout)
+        if not path.exists():
+            return "", offset
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            data = fh.read()
+        return data.decode(errors="replace"), offset + len(data)
+
+    def wait(self, poll_s: float = 2.0) -> None:
+        while not self.done():
+            time.sleep(poll_s)
+
+
+def make_executor(cluster: ClusterConfig, folder: str | Path, *, name: str) -> submitit.Executor:
+    """A submitit executor for the configured backend with the generic resources applied."""
+    backend = "slurm" if cluster.backend == "slurm" else "local"
+    executor = submitit.AutoExecutor(folder=str(folder), cluster=backend)
+    params: dict[str, Any] = {
+        "name": name,
+        "timeout_min": cluster.timeout_min,
+        "nodes": cluster.nodes if backend == "slurm" else 1,
+        "tasks_per_node": 1,
+    }
+    if cluster.cpus_per_task:
+        params["cpus_per_task"] = cluster.cpus_per_task
+    if cluster.mem_gb:
+        params["mem_gb"] = cluster.mem_gb
+    if cluster.gpus_per_node:
+        params["gpus_per_node"] = cluster.gpus_per_node
+    if backend == "slurm":
+        params.update(slurm_parameters(cluster))
+    executor.update_parameters(**params)
+    return executor
+
+
+def slurm_parameters(cluster: ClusterConfig) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
+    for line in cluster.extra_sbatch:
+        key, _, value = line.strip().removeprefix("#SBATCH").strip().lstrip("-").partition("=")
+        extra[key.replace("-", "_")] = value or True
+    params: dict[str, Any] = {
+        "slurm_partition": cluster.partition,
+        "slurm_account": cluster.account,
+        "slurm_qos": cluster.qos,
+        "slurm_constraint": cluster.constraint,
+        "slurm_setup": list(cluster.setup)
+        + [f"export {k}={shlex.quote(v)}" for k, v in cluster.env.items()],
+        "slurm_additional_parameters": extra,
+        "slurm_signal_delay_s": 120,  # time between the USR2 warning and the kill: enough to checkpoint
+    }
+    return {k: v for k, v in params.items() if v not in (None, [], {})}
+
+
+def submit(spec: StageSpec, cluster: ClusterConfig) -> StageHandle:
+    """Submit `spec` as one job with a task per node; returns at once."""
+    folder = Path(spec.workdir) / "jobs"
+    executor = make_executor(cluster, folder, name=f"judgeflow-{spec.name}")
+    job = executor.submit(StageJob(), spec)
+    return StageHandle(job=job, spec=spec, backend=cluster.backend)
+
+
+def render_sbatch(spec: StageSpec, cluster: ClusterConfig) -> str:
+    """The exact sbatch script submitit would submit for `spec` (dry run: nothing is submitted)."""
+    from submitit.slurm.slurm import SlurmExecutor
+
+    folder = Path(spec.workdir) / "jobs"
+    executor = submitit.AutoExecutor(folder=str(folder), cluster="slurm")
+    executor.update_parameters(
+        name=f"judgeflow-{spec.name}",
+        timeout_min=cluster.timeout_min,
+        nodes=cluster.nodes,
+        tasks_per_node=1,
+        **({"cpus_per_task": cluster.cpus_per_task} if cluster.cpus_per_task else {}),
+        **({"mem_gb": cluster.mem_gb} if cluster.mem_gb else {}),
+        **({"gpus_per_node": cluster.gpus_per_node} if cluster.gpus_per_node else {}),
+        **slurm_parameters(cluster),
+    )
+    inner = executor._executor
+    assert isinstance(inner, SlurmExecutor)
+    return inner._make_submission_file_text(inner._submitit_command_str, "%j")
+
+
+def _last_lines(text: str, n: int) -> str:
+    return "\n".join(text.strip().splitlines()[-n:])
+
+
+__all__ = ["JobState", "StageFailed", "StageHandle", "make_executor", "render_sbatch", "submit"]

@@ -1,0 +1,47 @@
+"""Submit a stage job and follow it from inside a Prefect task (shared by train and evaluate)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from prefect.logging import get_run_logger
+from prefect.runtime import flow_run
+
+from judgeflow.cluster import StageSpec, registry, submit, watch
+from judgeflow.config import RunConfig
+
+
+def run_job(
+    cfg: RunConfig, spec: StageSpec, *, on_progress: Callable[[int, int], None] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """Submit, record for cancellation, stream the log; returns (job id, result).
+
+    If the task is interrupted or cancelled while the job runs, the job is cancelled too.
+    """
+    logger = get_run_logger()
+    handle = submit(spec, cfg.cluster)
+    registry.record(
+        cfg.cluster.shared_dir, str(flow_run.get_id()),
+        backend=cfg.cluster.backend, job_id=handle.job_id, stage=spec.name,
+    )  # fmt: skip
+    logger.info(
+        "%s: %s job %s; log %s",
+        spec.name,
+        cfg.cluster.backend,
+        handle.job_id,
+        handle.log_paths["stdout"],
+    )
+    try:
+        result = watch(
+            handle, on_log=logger.info, on_progress=on_progress, poll_s=cfg.cluster.poll_s
+        )
+    except BaseException as exc:
+        if not handle.done():  # cancelled, interrupted, or the flow is going away
+            logger.warning(
+                "%s: cancelling job %s (%s)", spec.name, handle.job_id, type(exc).__name__
+            )
+            handle.cancel()
+        raise
+    logger.info("%s: job %s finished on %s", spec.name, handle.job_id, handle.node_list)
+    return handle.job_id, result

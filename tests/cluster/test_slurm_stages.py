@@ -1,0 +1,135 @@
+"""Stages as real Slurm jobs on the dev cluster: Ray across two nodes, teardown, failures."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from judgeflow.cluster import StageFailed, StageSpec, submit, watch
+from judgeflow.config import ClusterConfig
+
+if TYPE_CHECKING:
+    from conftest import SlurmCluster
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(600)]
+
+DRIVER = textwrap.dedent(
+    """
+    import json, os, sys, ray
+    ray.init()
+    @ray.remote(num_cpus=0)
+    def where():
+        return ray.get_runtime_context().get_node_id()
+    # jf_node_<rank> is a resource the bootstrap gives each node: pin one task to each
+    refs = [where.options(resources={f"jf_node_{r}": 0.01}).remote() for r in range(2)]
+    placed = ray.get(refs)
+    alive = [n for n in ray.nodes() if n["Alive"]]
+    ranks = {n["NodeID"]: [k for k in n["Resources"] if k.startswith("jf_node_")] for n in alive}
+    result = {"nodes": placed, "ranks": [ranks[p] for p in placed], "alive": len(alive)}
+    with open(os.path.join(os.environ["JUDGEFLOW_STAGE_DIR"], "result.json"), "w") as fh:
+        json.dump(result, fh)
+    print("driver placed work on", result["ranks"], flush=True)
+    """
+)
+
+
+def _cluster(nodes: int) -> ClusterConfig:
+    return ClusterConfig(
+        backend="slurm", partition="debug", nodes=nodes, gpus_per_node=0, timeout_min=10,
+        ray_num_cpus=1, ray_object_store_mb=80, poll_s=1.0,
+    )  # fmt: skip
+
+
+def _stage_processes(marker: str) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if marker in line and "ps -eo" not in line]
+
+
+def test_two_node_job_brings_up_ray_on_both_and_runs_work_on_each(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    workdir = tmp_path / f"stage-{uuid.uuid4().hex[:8]}"
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    spec = StageSpec(name="ray2", command=[sys.executable, str(script)], workdir=str(workdir),
+                     ray_num_cpus=1, ray_object_store_mb=80)  # fmt: skip
+    handle = submit(spec, _cluster(nodes=2))
+    lines: list[str] = []
+    result = watch(handle, on_log=lines.append, poll_s=1.0)
+
+    assert result["alive"] == 2
+    assert len(set(result["nodes"])) == 2  # two distinct Ray nodes did the work
+    assert result["ranks"] == [["jf_node_0"], ["jf_node_1"]]
+    assert any("driver placed work on" in line for line in lines)  # the log reached the watcher
+    assert handle.final_state().value == "COMPLETED"
+    nodes = slurm_cluster.run("sacct", "-X", "-n", "-P", "-j", handle.job_id, "-o", "NodeList")
+    assert "node[1-2]" in nodes
+    # Nothing the stage started is left: no Ray process of this job, no stage process.
+    deadline = time.monotonic() + 20
+    while _stage_processes(str(workdir)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _stage_processes(str(workdir)) == []
+    assert not [p for p in _stage_processes(f"jf-ray-{handle.job_id}-")]
+
+
+def test_failing_command_is_not_retryable(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    spec = StageSpec(name="boom", command=[sys.executable, "-c", "raise SystemExit(3)"],
+                     workdir=str(tmp_path / "boom"), ray=False)  # fmt: skip
+    handle = submit(spec, _cluster(nodes=1))
+    with pytest.raises(StageFailed, match="exited with code 3|state FAILED") as err:
+        watch(handle, on_log=lambda _line: None, poll_s=1.0)
+    assert err.value.retryable is False
+
+
+def test_scancelled_job_is_retryable_and_leaves_nothing(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    marker = tmp_path / "started"
+    workdir = tmp_path / "sleepy"
+    spec = StageSpec(
+        name="sleepy",
+        command=[
+            sys.executable,
+            "-c",
+            f"import pathlib, time; pathlib.Path({str(marker)!r}).touch(); time.sleep(600)",
+        ],
+        workdir=str(workdir),
+        ray=False,
+    )
+    handle = submit(spec, _cluster(nodes=1))
+    deadline = time.monotonic() + 120
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert marker.exists(), "the command never started"
+    slurm_cluster.run("scancel", handle.job_id)
+    with pytest.raises(StageFailed) as err:
+        watch(handle, on_log=lambda _line: None, poll_s=1.0)
+    assert err.value.state == "CANCELLED"
+    assert err.value.retryable is True
+    deadline = time.monotonic() + 30
+    while _stage_processes(str(marker)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _stage_processes(str(marker)) == []
+
+
+def test_render_matches_what_would_be_submitted(tmp_path: Path) -> None:
+    from judgeflow.cluster import render_sbatch
+
+    cluster = _cluster(nodes=2).model_copy(
+        update={"extra_sbatch": ["--exclusive"], "setup": ["module load cuda"]}
+    )
+    spec = StageSpec(name="x", command=["true"], workdir=str(tmp_path / "x"))
+    text = render_sbatch(spec, cluster)
+    assert "#SBATCH --nodes=2" in text and "#SBATCH --partition=debug" in text
+    assert "#SBATCH --exclusive" in text and "module load cuda" in text
+    assert "#SBATCH --signal=USR2@120" in text
+    assert not (tmp_path / "x").exists()  # nothing written, nothing submitted
+    json.dumps(text)
