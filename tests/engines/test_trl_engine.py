@@ -183,3 +183,16 @@ def test_batch_shape_is_validated() -> None:
         model_path="m", output_dir="o", reward="grrm", num_generations=8, prompts_per_step=3
     )
     assert params.gradient_accumulation_steps == 6  # 24 completions, 4 per micro batch
+
+
+def test_a_partially_saved_checkpoint_is_skipped(tmp_path: Path) -> None:
+    from judgeflow.engines.trl import last_complete_checkpoint
+
+    for step, complete in ((2, True), (4, True), (6, False)):
+        ckpt = tmp_path / f"checkpoint-{step}"
+        ckpt.mkdir()
+        if complete:
+            (ckpt / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-final").mkdir()
+    assert last_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-4"
+    assert last_complete_checkpoint(tmp_path / "absent") is None

@@ -129,15 +129,11 @@ def train_grpo(
     resume: bool = True,
 ) -> TrainResult:
     """Train with GRPO on a verl RL parquet; resume from the newest checkpoint when there is one."""
-    from transformers.trainer_utils import get_last_checkpoint
     from trl import GRPOTrainer
 
     _limit_cpu_threads(params)
     output_dir = Path(params.output_dir)
-    resumed_from = None
-    if resume and output_dir.is_dir():
-        last = get_last_checkpoint(str(output_dir))
-        resumed_from = Path(last) if last else None
+    resumed_from = last_complete_checkpoint(output_dir) if resume else None
 
     recorder = _MetricsCallback(metrics_sink, progress)
     reward_funcs: list[Any] = [*reward_functions(params.reward)]
@@ -154,14 +150,32 @@ def train_grpo(
 
     final_dir = output_dir / "final"
     trainer.save_model(str(final_dir))  # writes the tokenizer too (it is the processing class)
-    last = get_last_checkpoint(str(output_dir))
     return TrainResult(
         final_model_dir=final_dir,
-        last_checkpoint=Path(last) if last else None,
+        last_checkpoint=last_complete_checkpoint(output_dir),
         global_step=trainer.state.global_step,
         resumed_from=resumed_from,
         metrics=dict(recorder.latest),
     )
+
+
+def last_complete_checkpoint(output_dir: Path) -> Path | None:
+    """The newest `checkpoint-N` that was saved completely.
+
+    A job killed while saving leaves a partial directory; the Trainer writes trainer_state.json
+    last, so a checkpoint without it is skipped and the previous one is used.
+    """
+    if not output_dir.is_dir():
+        return None
+    steps = [
+        (int(p.name.removeprefix("checkpoint-")), p)
+        for p in output_dir.glob("checkpoint-*")
+        if p.name.removeprefix("checkpoint-").isdigit()
+    ]
+    for _, path in sorted(steps, reverse=True):
+        if (path / "trainer_state.json").is_file():
+            return path
+    return None
 
 
 def load_rl_parquet(path: str | Path) -> Dataset:
