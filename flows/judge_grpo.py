@@ -3,8 +3,6 @@
 download → prepare → evaluate (before) → train → evaluate (after) → log
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from prefect import flow

@@ -18,7 +18,7 @@ from typing import Any
 from judgeflow.cluster.stage import PROGRESS_FILE, RESULT_FILE, StageSpec
 from judgeflow.config import RunConfig, flatten, judgeflow_home
 from judgeflow.storage import ArtifactStore, Manifest, download, write_json
-from judgeflow.tracking import Tracker, git_commit
+from judgeflow.tracking import Tracker, git_commit, resolve_tracking_uri
 
 Progress = Callable[[int, int], None]
 
@@ -106,16 +106,18 @@ def train_stage(
     data: PreparedData,
     *,
     output_dir: str | Path,
+    run_id: str | None = None,
     metrics_sink: Callable[[dict[str, float], int], None] | None = None,
     progress: Progress | None = None,
 ) -> TrainedModel:
-    """GRPO on the prepared data with the configured engine (TRL here; verl on clusters)."""
+    """GRPO on the prepared data with the configured engine: TRL here, verl on a GPU cluster.
+
+    Both resume from the newest checkpoint in `output_dir`, so a resubmitted job continues.
+    """
+    if cfg.resolved_engine == "verl":
+        return _train_with_verl(cfg, data, output_dir=output_dir, run_id=run_id)
     from judgeflow.engines.trl import train_grpo
 
-    if cfg.resolved_engine != "trl":
-        raise NotImplementedError(
-            f"engine {cfg.resolved_engine!r} runs on a Slurm GPU cluster; locally use engine=trl"
-        )
     result = train_grpo(
         trl_params(cfg, output_dir),
         data.train_file,
@@ -130,6 +132,40 @@ def train_stage(
         global_step=result.global_step,
         resumed_from=str(result.resumed_from) if result.resumed_from else None,
         metrics=dict(result.metrics),
+    )
+
+
+def _train_with_verl(
+    cfg: RunConfig, data: PreparedData, *, output_dir: str | Path, run_id: str | None
+) -> TrainedModel:
+    """verl's trainer on this job's Ray cluster; metrics go to the pipeline's MLflow run."""
+    from judgeflow.engines.verl import run_verl_stage
+
+    run_name = Tracker.attach(run_id, cfg.tracking.tracking_uri).run_name() if run_id else None
+    checkpoints = Path(output_dir) / "verl"
+    resumed = (
+        (checkpoints / "latest_checkpointed_iteration.txt").read_text().strip()
+        if (checkpoints / "latest_checkpointed_iteration.txt").exists()
+        else None
+    )
+    result = run_verl_stage(
+        cfg,
+        train_files=[data.train_file],
+        val_files=[data.val_file] if data.val_file else [data.train_file],
+        checkpoint_dir=str(checkpoints),
+        publish_to=("runs", run_id or "local", "final"),
+        mlflow_run_id=run_id,
+        tracking_uri=resolve_tracking_uri(cfg.tracking.tracking_uri),
+        nnodes=cfg.cluster.nodes,
+        n_gpus_per_node=cfg.cluster.gpus_per_node,
+        experiment_name=run_name,
+    )
+    return TrainedModel(
+        model_dir=str(result["model_dir"]),
+        checkpoint_dir=str(result["checkpoint_dir"]),
+        global_step=int(result["global_step"]),
+        resumed_from=f"global_step_{resumed}" if resumed else None,
+        metrics={},
     )
 
 
@@ -219,8 +255,6 @@ def stage_spec(
 
     Unless `dry_run`, this writes the stage input file the command reads.
     """
-    from judgeflow.tracking import resolve_tracking_uri
-
     name = name or stage
     workdir = Path(cfg.cluster.shared_dir) / run_id / name
     if not dry_run:
@@ -279,7 +313,12 @@ def run_stage_job(input_file: str | Path) -> dict[str, Any]:
 
         tracker = Tracker.attach(inp["run_id"], cfg.tracking.tracking_uri)
         model = train_stage(
-            cfg, data, output_dir=inp["output_dir"], metrics_sink=tracker, progress=progress
+            cfg,
+            data,
+            output_dir=inp["output_dir"],
+            run_id=inp["run_id"],
+            metrics_sink=tracker,
+            progress=progress,
         )
         result = asdict(model)
     elif inp["stage"] == "evaluate":

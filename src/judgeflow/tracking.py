@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import mlflow
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
@@ -117,6 +116,9 @@ class Tracker:
 
     # -- reading (tests, summaries)
 
+    def run_name(self) -> str:
+        return str(self.client.get_run(self.run_id).info.run_name)
+
     def metric_history(self, key: str) -> list[float]:
         return [m.value for m in self.client.get_metric_history(self.run_id, key)]
 
@@ -149,4 +151,4 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-__all__ = ["Tracker", "git_commit", "metric_name", "mlflow", "resolve_tracking_uri"]
+__all__ = ["Tracker", "git_commit", "metric_name", "resolve_tracking_uri"]
