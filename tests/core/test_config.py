@@ -95,7 +95,9 @@ def test_bad_value_names_the_key() -> None:
         ConfigError, match=r"grpo.rollout_n: .*greater than or equal to 2 \(got 1\)"
     ):
         load_config("grpo-pointwise", overrides=["grpo.rollout_n=1"])
-    with pytest.raises(ConfigError, match=r"mode: .*'pointwise', 'pairwise' or 'grrm' \(got 'listwise'\)"):
+    with pytest.raises(
+        ConfigError, match=r"mode: .*'pointwise', 'pairwise' or 'grrm' \(got 'listwise'\)"
+    ):
         load_config("grpo-pointwise", overrides=["mode=listwise"])
 
 

@@ -12,9 +12,19 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from judgeflow.engines.generate import Generator, HFGenerator
+    from judgeflow.engines.llamafactory import SftParams, SftResult, run_sft
     from judgeflow.engines.trl import GrpoParams, TrainResult, train_grpo
 
-__all__ = ["Generator", "GrpoParams", "HFGenerator", "TrainResult", "train_grpo"]
+__all__ = [
+    "Generator",
+    "GrpoParams",
+    "HFGenerator",
+    "SftParams",
+    "SftResult",
+    "TrainResult",
+    "run_sft",
+    "train_grpo",
+]
 
 _HOMES = {
     "Generator": "generate",
@@ -22,6 +32,9 @@ _HOMES = {
     "GrpoParams": "trl",
     "TrainResult": "trl",
     "train_grpo": "trl",
+    "SftParams": "llamafactory",
+    "SftResult": "llamafactory",
+    "run_sft": "llamafactory",
 }
 
 

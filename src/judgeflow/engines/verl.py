@@ -1,0 +1,527 @@
+"""verl engine: GRPO / RLVR on a GPU cluster with `verl.trainer.main_ppo` (verl 0.6.1).
+
+verl's trainer cannot run on CPU, so this module is split in two halves:
+
+- Pure builders, unit-tested and validated against verl's own config code on CPU:
+  `verl_overrides` renders a `RunConfig` as hydra overrides, `main_ppo_command` wraps them into
+  the driver command, `merge_command` and `latest_global_step` handle what verl leaves on disk.
+- `run_verl_stage` (and `main`, its command line): the thin part that runs on the Ray head inside
+  a Slurm stage: main_ppo, then verl's model merger, then publishing the HF model.
+
+MLflow linking (verl 0.6.1, `verl/utils/tracking.py`): with `trainer.logger` containing `mlflow`,
+verl calls `mlflow.set_tracking_uri($MLFLOW_TRACKING_URI or sqlite:////tmp/mlruns.db)`,
+`mlflow.set_experiment(trainer.project_name)` and then
+`mlflow.start_run(experiment_id=…, run_name=trainer.experiment_name)`. `start_run` resumes the
+run named by `$MLFLOW_RUN_ID` when it is set, but (mlflow 3.x) only if that run belongs to the
+experiment just set, and it renames the run to `run_name`. So a linked run needs all three:
+`project_name` = the pipeline's MLflow experiment, `experiment_name` = the pipeline run's name,
+and both variables in the environment of the process that builds verl's `Tracking` -- the
+TaskRunner Ray actor, whose environment comes from Ray (not from the driver's shell). The runner
+therefore passes them through `ray_kwargs.ray_init.runtime_env.env_vars`. Credentials
+(MLFLOW_TRACKING_TOKEN/USERNAME/PASSWORD) are deliberately not forwarded that way: verl logs its
+whole config as MLflow params. They must already be in the job's environment, which the Ray
+processes of the allocation inherit.
+
+Imports of verl, hydra and omegaconf stay inside functions: importing this module is cheap and
+works in the control environment, where verl is not installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from judgeflow.config import RunConfig, validate_config
+from judgeflow.rewards import REWARD_FUNCTION_NAME, reward_module_path
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+MAIN_PPO = "verl.trainer.main_ppo"
+MODEL_MERGER = "verl.model_merger"
+#: verl writes the number of the last saved step here (`trainer.default_local_dir`).
+TRACKER_FILE = "latest_checkpointed_iteration.txt"
+#: Where `run_verl_stage` puts the merged HF model, inside the step's checkpoint folder.
+MERGED_DIRNAME = "merged_hf"
+#: Environment the MLflow logger inside verl's TaskRunner needs to attach to our run.
+MLFLOW_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID")
+#: Reward managers that call `compute_score` once per sample, as judgeflow's rewards expect.
+PER_SAMPLE_MANAGERS = ("naive", "dapo", "prime")
+
+Runner = Callable[[Sequence[str], Mapping[str, str]], int]
+
+
+class VerlStageError(RuntimeError):
+    """main_ppo or the model merger failed, or verl left no checkpoint to publish."""
+
+
+# ---------------------------------------------------------------------------- hydra values
+
+_BARE = re.compile(r"[A-Za-z_/][A-Za-z0-9_/.:@+\-]*")
+_RESERVED = {"true", "false", "null", "inf", "nan", "+inf", "-inf"}
+
+
+def hydra_value(value: Any) -> str:
+    """Format a Python value so hydra's override parser reads back exactly that value.
+
+    Strings stay bare when hydra would read them as the same string, otherwise they are quoted
+    (a path with a space or comma, `~/x`, `1e-5` meant as text, `true` meant as text). List
+    elements are always quoted, as in `trainer.logger=['console','mlflow']`.
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        bare = _BARE.fullmatch(value) and value.lower() not in _RESERVED
+        return value if bare else _quote(value)
+    if isinstance(value, list | tuple):
+        return (
+            "[" + ",".join(_quote(v) if isinstance(v, str) else hydra_value(v) for v in value) + "]"
+        )
+    raise TypeError(f"cannot render {type(value).__name__} {value!r} as a hydra value")
+
+
+def _quote(text: str) -> str:
+    """Single-quote for hydra: backslashes before a quote or the end are doubled, quotes escaped."""
+    text = re.sub(r"(\\+)(?='|$)", lambda m: m.group(1) * 2, text)
+    return "'" + text.replace("'", "\\'") + "'"
+
+
+# ---------------------------------------------------------------------------- overrides
+
+
+def verl_overrides(
+    cfg: RunConfig,
+    *,
+    train_files: Sequence[str],
+    val_files: Sequence[str],
+    checkpoint_dir: str,
+    nnodes: int | None = None,
+    n_gpus_per_node: int | None = None,
+    experiment_name: str | None = None,
+    reward_path: str | None = None,
+    env_vars: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The hydra overrides for `verl.trainer.main_ppo`, in a fixed order.
+
+    `nnodes` / `n_gpus_per_node` default to the cluster section (pass the allocation's real
+    numbers when known). `experiment_name` defaults to the recipe; it must be the pipeline's
+    MLflow run name for verl to log into that run (see the module docstring). `reward_path`
+    defaults to judgeflow's reward module for the mode in this installation. `env_vars` go to
+    every Ray worker of the job through `ray_kwargs.ray_init.runtime_env.env_vars`.
+    `grpo.extra_overrides` come last, so they can change anything rendered before them.
+    """
+    g, d = cfg.grpo, cfg.data
+    if g.reward_manager not in PER_SAMPLE_MANAGERS:
+        raise ValueError(
+            f"grpo.reward_manager={g.reward_manager!r} calls a batched compute_score; judgeflow's "
+            f"reward functions score one sample at a time: use one of {list(PER_SAMPLE_MANAGERS)}"
+        )
+    if not train_files or not val_files:
+        raise ValueError("verl needs at least one train file and one validation file")
+    nodes = cfg.cluster.nodes if nnodes is None else nnodes
+    gpus = cfg.cluster.gpus_per_node if n_gpus_per_node is None else n_gpus_per_node
+    if nodes < 1 or gpus < 1:
+        raise ValueError(f"verl needs GPUs: got nnodes={nodes}, n_gpus_per_node={gpus}")
+    tp = g.rollout_tensor_model_parallel_size or gpus
+    actor, rollout, ref = (
+        "actor_rollout_ref.actor",
+        "actor_rollout_ref.rollout",
+        "actor_rollout_ref.ref",
+    )
+    items: list[tuple[str, Any]] = [
+        ("algorithm.adv_estimator", g.adv_estimator),
+        ("algorithm.norm_adv_by_std_in_grpo", g.norm_adv_by_std_in_grpo),
+        ("algorithm.use_kl_in_reward", g.use_kl_in_reward),
+        ("algorithm.kl_ctrl.kl_coef", g.kl_ctrl_coef),
+        ("data.train_files", list(train_files)),
+        ("data.val_files", list(val_files)),
+        ("data.prompt_key", "prompt"),
+        ("data.reward_fn_key", "data_source"),
+        ("data.train_batch_size", g.train_batch_size),
+        ("data.val_batch_size", g.val_batch_size),
+        ("data.max_prompt_length", d.max_prompt_length),
+        ("data.max_response_length", d.max_response_length),
+        ("data.filter_overlong_prompts", d.filter_overlong_prompts),
+        ("data.truncation", g.truncation),
+        ("data.shuffle", g.data_shuffle),
+        ("data.seed", d.seed),
+        ("actor_rollout_ref.model.path", cfg.model.path),
+        ("actor_rollout_ref.model.use_remove_padding", g.use_remove_padding),
+        ("actor_rollout_ref.model.enable_gradient_checkpointing", g.gradient_checkpointing),
+        (f"{actor}.strategy", g.strategy),
+        (f"{actor}.optim.lr", g.learning_rate),
+        (f"{actor}.optim.lr_scheduler_type", g.lr_scheduler_type),
+        (f"{actor}.optim.lr_warmup_steps_ratio", g.lr_warmup_steps_ratio),
+        (f"{actor}.optim.min_lr_ratio", g.min_lr_ratio),
+        (f"{actor}.ppo_mini_batch_size", g.ppo_mini_batch_size),
+        (f"{actor}.ppo_micro_batch_size_per_gpu", g.ppo_micro_batch_size_per_gpu),
+        (f"{actor}.use_dynamic_bsz", g.use_dynamic_bsz),
+        (f"{actor}.ppo_max_token_len_per_gpu", g.ppo_max_token_len_per_gpu),
+        (f"{actor}.policy_loss.loss_mode", g.loss_mode),
+        (f"{actor}.loss_agg_mode", g.loss_agg_mode),
+        (f"{actor}.clip_ratio_low", g.clip_ratio_low),
+        (f"{actor}.clip_ratio_high", g.clip_ratio_high),
+        (f"{actor}.entropy_coeff", g.entropy_coeff),
+        (f"{actor}.use_kl_loss", g.use_kl_loss),
+        (f"{actor}.kl_loss_coef", g.kl_loss_coef),
+        (f"{actor}.kl_loss_type", g.kl_loss_type),
+        (f"{actor}.shuffle", g.actor_shuffle),
+        (f"{actor}.ulysses_sequence_parallel_size", g.ulysses_sequence_parallel_size),
+        (f"{actor}.fsdp_config.param_offload", g.param_offload),
+        (f"{actor}.fsdp_config.optimizer_offload", g.optimizer_offload),
+        (f"{actor}.fsdp_config.model_dtype", g.model_dtype),
+        (f"{rollout}.name", g.rollout_name),
+        (f"{rollout}.mode", g.rollout_mode),
+        (f"{rollout}.n", g.rollout_n),
+        (f"{rollout}.temperature", g.temperature),
+        (f"{rollout}.top_p", g.top_p),
+        (f"{rollout}.top_k", g.top_k),
+        (f"{rollout}.gpu_memory_utilization", g.gpu_memory_utilization),
+        (f"{rollout}.tensor_model_parallel_size", tp),
+        (f"{rollout}.calculate_log_probs", g.calculate_log_probs),
+        (f"{rollout}.log_prob_micro_batch_size_per_gpu", g.log_prob_micro_batch_size_per_gpu),
+        (f"{rollout}.log_prob_use_dynamic_bsz", g.use_dynamic_bsz),
+        (f"{rollout}.val_kwargs.temperature", g.val_temperature),
+        (f"{rollout}.val_kwargs.top_p", g.val_top_p),
+        (f"{rollout}.val_kwargs.top_k", g.val_top_k),
+        (f"{rollout}.val_kwargs.do_sample", g.val_do_sample),
+        (f"{ref}.log_prob_micro_batch_size_per_gpu", g.ref_log_prob_micro_batch_size_per_gpu),
+        (f"{ref}.log_prob_use_dynamic_bsz", g.use_dynamic_bsz),
+        (f"{ref}.fsdp_config.param_offload", g.ref_param_offload),
+        ("reward_model.reward_manager", g.reward_manager),
+    ]
+    if g.reward_manager == "dapo":  # DAPORewardManager dereferences overlong_buffer_cfg always
+        kwargs = "+reward_model.reward_kwargs"
+        items += [
+            (f"{kwargs}.overlong_buffer_cfg.enable", g.overlong_buffer_enable),
+            (f"{kwargs}.overlong_buffer_cfg.len", g.overlong_buffer_len),
+            (f"{kwargs}.overlong_buffer_cfg.penalty_factor", g.overlong_buffer_penalty_factor),
+            (f"{kwargs}.overlong_buffer_cfg.log", g.overlong_buffer_log),
+            (f"{kwargs}.max_resp_len", g.max_resp_len or d.max_response_length),
+        ]
+    items += [
+        ("custom_reward_function.path", reward_path or reward_module_path(cfg.mode)),
+        ("custom_reward_function.name", REWARD_FUNCTION_NAME),
+        ("trainer.logger", list(g.logger)),
+        ("trainer.project_name", cfg.tracking.experiment),
+        ("trainer.experiment_name", experiment_name or cfg.recipe),
+        ("trainer.nnodes", nodes),
+        ("trainer.n_gpus_per_node", gpus),
+        ("trainer.critic_warmup", 0),
+        ("trainer.val_before_train", g.val_before_train),
+        ("trainer.total_epochs", g.total_epochs),
+        ("trainer.save_freq", g.save_freq),
+        ("trainer.test_freq", g.test_freq),
+        ("trainer.resume_mode", g.resume_mode),
+        ("trainer.default_local_dir", checkpoint_dir),
+    ]
+    if g.max_steps is not None:
+        items.append(("trainer.total_training_steps", g.max_steps))
+    if g.max_actor_ckpt_to_keep is not None:
+        items.append(("trainer.max_actor_ckpt_to_keep", g.max_actor_ckpt_to_keep))
+    for name, value in (env_vars or {}).items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError(f"not an environment variable name: {name!r}")
+        items.append((f"+ray_kwargs.ray_init.runtime_env.env_vars.{name}", str(value)))
+    return [f"{key}={hydra_value(value)}" for key, value in items] + list(g.extra_overrides)
+
+
+def main_ppo_command(cfg: RunConfig, *, python: str = sys.executable, **kwargs: Any) -> list[str]:
+    """`[python, -m, verl.trainer.main_ppo, *overrides]`; keywords as for `verl_overrides`."""
+    return [python, "-m", MAIN_PPO, *verl_overrides(cfg, **kwargs)]
+
+
+def verl_config_dir() -> Path:
+    """`verl/trainer/config` of the installed verl (where `ppo_trainer.yaml` lives)."""
+    import verl
+
+    return Path(verl.__file__).resolve().parent / "trainer" / "config"
+
+
+def compose_verl_config(overrides: Iterable[str]) -> DictConfig:
+    """verl's own `ppo_trainer` config with our overrides, composed by hydra as main_ppo does."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(verl_config_dir()), version_base=None):
+        return compose(config_name="ppo_trainer", overrides=list(overrides))
+
+
+# ---------------------------------------------------------------------------- checkpoints
+
+
+def latest_global_step(checkpoint_dir: str | Path) -> int | None:
+    """The step verl last saved under `checkpoint_dir` (its tracker file), or None if none."""
+    tracker = Path(checkpoint_dir) / TRACKER_FILE
+    if not tracker.is_file():
+        return None
+    text = tracker.read_text().strip()
+    if not text.isdigit():
+        raise VerlStageError(f"{tracker}: expected a step number, found {text!r}")
+    step = int(text)
+    if not (Path(checkpoint_dir) / f"global_step_{step}").is_dir():
+        raise VerlStageError(f"{tracker} names step {step}, but global_step_{step}/ is missing")
+    return step
+
+
+def actor_dir(checkpoint_dir: str | Path, step: int) -> Path:
+    return Path(checkpoint_dir) / f"global_step_{step}" / "actor"
+
+
+def saved_hf_model(actor: str | Path) -> Path | None:
+    """`actor/huggingface` when verl saved full HF weights there (save_contents has hf_model).
+
+    verl always writes the config and tokenizer to that folder; only weights make it a model.
+    """
+    hf = Path(actor) / "huggingface"
+    weights = [*hf.glob("*.safetensors"), *hf.glob("pytorch_model*.bin")]
+    return hf if weights else None
+
+
+def merge_command(
+    checkpoint_dir: str | Path,
+    target_dir: str | Path,
+    *,
+    step: int | None = None,
+    python: str = sys.executable,
+) -> list[str]:
+    """verl's FSDP -> HF merger for the latest (or given) step; fsdp and fsdp2 both use it."""
+    if step is None:
+        step = latest_global_step(checkpoint_dir)
+        if step is None:
+            raise VerlStageError(f"no verl checkpoint under {checkpoint_dir} ({TRACKER_FILE})")
+    return [
+        python, "-m", MODEL_MERGER, "merge",
+        "--backend", "fsdp",
+        "--local_dir", str(actor_dir(checkpoint_dir, step)),
+        "--target_dir", str(target_dir),
+    ]  # fmt: skip
+
+
+# ---------------------------------------------------------------------------- stage runner
+
+
+def mlflow_env(tracking_uri: str | None, run_id: str | None) -> dict[str, str]:
+    """MLflow variables to forward to verl's Ray workers (never credentials; see module doc)."""
+    env: dict[str, str] = {}
+    if tracking_uri:
+        if "@" in urlsplit(tracking_uri).netloc:
+            raise ValueError(
+                "the MLflow tracking URI holds credentials, which verl would log as a param; "
+                "use MLFLOW_TRACKING_USERNAME/PASSWORD or MLFLOW_TRACKING_TOKEN in the job env"
+            )
+        env["MLFLOW_TRACKING_URI"] = tracking_uri
+    if run_id:
+        env["MLFLOW_RUN_ID"] = run_id
+    return env
+
+
+def run_streaming(command: Sequence[str], env: Mapping[str, str]) -> int:
+    """Run a command with our stdout/stderr (so its log streams), in its own process group.
+
+    If we are interrupted, the whole group is stopped: verl's driver leaves children behind.
+    """
+    proc = subprocess.Popen(list(command), env=dict(env), start_new_session=True)
+    try:
+        return proc.wait()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+@dataclass(frozen=True)
+class VerlStageResult:
+    model_dir: str  # URI of the final HF model in the artifact store
+    checkpoint_dir: str  # the verl checkpoint folder of that step (resumable)
+    global_step: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model_dir": self.model_dir,
+            "checkpoint_dir": self.checkpoint_dir,
+            "global_step": self.global_step,
+        }
+
+
+def finish_checkpoint(
+    checkpoint_dir: str | Path,
+    *,
+    python: str = sys.executable,
+    runner: Runner | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[int, Path]:
+    """`(step, HF model dir)` for the last checkpoint, running verl's merger when it is needed."""
+    run = runner or run_streaming
+    step = latest_global_step(checkpoint_dir)
+    if step is None:
+        raise VerlStageError(
+            f"verl finished but saved no checkpoint under {checkpoint_dir} "
+            f"(no {TRACKER_FILE}); is trainer.save_freq > 0?"
+        )
+    hf = saved_hf_model(actor_dir(checkpoint_dir, step))
+    if hf is not None:
+        return step, hf
+    target = Path(checkpoint_dir) / f"global_step_{step}" / MERGED_DIRNAME
+    if target.exists():  # a half-written merge from an interrupted attempt
+        shutil.rmtree(target)
+    code = run(merge_command(checkpoint_dir, target, step=step, python=python), env or os.environ)
+    if code != 0:
+        raise VerlStageError(f"verl model merger exited with code {code} for step {step}")
+    return step, target
+
+
+def run_verl_stage(
+    cfg: RunConfig,
+    *,
+    train_files: Sequence[str],
+    val_files: Sequence[str],
+    checkpoint_dir: str,
+    publish_to: Sequence[str],
+    mlflow_run_id: str | None = None,
+    tracking_uri: str | None = None,
+    nnodes: int | None = None,
+    n_gpus_per_node: int | None = None,
+    experiment_name: str | None = None,
+    python: str = sys.executable,
+    runner: Runner | None = None,
+) -> dict[str, Any]:
+    """Train with verl on the Ray cluster of this job, merge, publish; runs on the Ray head.
+
+    The environment must already point at the job's Ray cluster (`RAY_ADDRESS`, set by the
+    stage bootstrap). A re-run resumes from the last checkpoint (`trainer.resume_mode=auto`).
+    `publish_to` are the artifact-store key parts of the final model, e.g. `("models", run_id)`.
+    Returns `{"model_dir", "checkpoint_dir", "global_step"}`.
+    """
+    from judgeflow.storage import ArtifactStore
+
+    uri = tracking_uri or cfg.tracking.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
+    if "mlflow" in cfg.grpo.logger and not uri:
+        raise ValueError(
+            "trainer.logger has mlflow but no tracking URI is known: verl would log to "
+            "sqlite:////tmp/mlruns.db; set tracking.tracking_uri or MLFLOW_TRACKING_URI"
+        )
+    forwarded = mlflow_env(uri, mlflow_run_id) if "mlflow" in cfg.grpo.logger else {}
+    command = main_ppo_command(
+        cfg,
+        python=python,
+        train_files=train_files,
+        val_files=val_files,
+        checkpoint_dir=checkpoint_dir,
+        nnodes=nnodes,
+        n_gpus_per_node=n_gpus_per_node,
+        experiment_name=experiment_name,
+        env_vars=forwarded,
+    )
+    env = {**os.environ, **forwarded}
+    runner = runner or run_streaming  # looked up at call time: tests replace the process layer
+    code = runner(command, env)
+    if code != 0:
+        raise VerlStageError(f"{MAIN_PPO} exited with code {code}")
+    step, hf_dir = finish_checkpoint(checkpoint_dir, python=python, runner=runner, env=env)
+    model_uri = ArtifactStore(cfg.storage.root).publish(hf_dir, *publish_to)
+    return VerlStageResult(
+        model_dir=model_uri,
+        checkpoint_dir=str(Path(checkpoint_dir) / f"global_step_{step}"),
+        global_step=step,
+    ).to_dict()
+
+
+# ---------------------------------------------------------------------------- command line
+
+
+def stage_command(
+    config_file: str | Path,
+    *,
+    train_files: Sequence[str],
+    val_files: Sequence[str],
+    checkpoint_dir: str,
+    publish_to: Sequence[str],
+    mlflow_run_id: str | None = None,
+    experiment_name: str | None = None,
+    python: str = "python",
+) -> list[str]:
+    """The command a Slurm stage runs on the Ray head (`python -m judgeflow.engines.verl …`).
+
+    `config_file` is a `RunConfig` written as JSON (`cfg.model_dump_json()`) on shared storage.
+    """
+    cmd = [python, "-m", "judgeflow.engines.verl", "--config", str(config_file)]
+    cmd += [a for f in train_files for a in ("--train-file", f)]
+    cmd += [a for f in val_files for a in ("--val-file", f)]
+    cmd += ["--checkpoint-dir", checkpoint_dir, "--publish-to", "/".join(publish_to)]
+    if mlflow_run_id:
+        cmd += ["--mlflow-run-id", mlflow_run_id]
+    if experiment_name:
+        cmd += ["--experiment-name", experiment_name]
+    return cmd
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m judgeflow.engines.verl", description=__doc__)
+    p.add_argument("--config", required=True, help="RunConfig as JSON")
+    p.add_argument("--train-file", action="append", required=True)
+    p.add_argument("--val-file", action="append", required=True)
+    p.add_argument("--checkpoint-dir", required=True, help="trainer.default_local_dir (shared)")
+    p.add_argument("--publish-to", required=True, help="artifact-store key, e.g. models/<run>")
+    p.add_argument("--mlflow-run-id", default=None)
+    p.add_argument("--experiment-name", default=None, help="the MLflow run's name")
+    p.add_argument("--nnodes", type=int, default=None)
+    p.add_argument("--n-gpus-per-node", type=int, default=None)
+    p.add_argument(
+        "--result",
+        default=None,
+        help="where to write the result JSON; default $JUDGEFLOW_STAGE_DIR/result.json",
+    )
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    cfg = validate_config(json.loads(Path(args.config).read_text()))
+    result = run_verl_stage(
+        cfg,
+        train_files=args.train_file,
+        val_files=args.val_file,
+        checkpoint_dir=args.checkpoint_dir,
+        publish_to=[p for p in args.publish_to.split("/") if p],
+        mlflow_run_id=args.mlflow_run_id,
+        nnodes=args.nnodes,
+        n_gpus_per_node=args.n_gpus_per_node,
+        experiment_name=args.experiment_name,
+    )
+    text = json.dumps(result, indent=2) + "\n"
+    target = args.result or (
+        str(Path(os.environ["JUDGEFLOW_STAGE_DIR"]) / "result.json")
+        if os.environ.get("JUDGEFLOW_STAGE_DIR")
+        else None
+    )
+    if target:
+        from judgeflow.data.io import atomic_write_text
+
+        atomic_write_text(target, text)
+    print(text, end="", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,365 @@
+"""What verl 0.6.1 itself says about what we generate, on CPU.
+
+- our overrides, composed by hydra into verl's own `ppo_trainer` config, pass
+  `verl.utils.config.validate_config` and convert to verl's typed configs;
+- the parquet `prepare` writes loads through verl's `create_rl_dataset` / `RLHFDataset` with the
+  tiny tokenizer (prompt key, chat template, overlong filter agreeing with ours);
+- verl's naive and dapo reward managers, loaded exactly as main_ppo loads them, score our rows
+  with judgeflow's reward modules on a `DataProto` of hand-written responses.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("verl")
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from judgeflow.config import load_config
+from judgeflow.data import prepare_judge
+from judgeflow.engines.verl import compose_verl_config, merge_command, verl_overrides
+from judgeflow.samples import sample_path
+
+RECIPES = ["grpo-pointwise", "grpo-pairwise", "grrm-rlvr"]
+
+
+def composed(recipe: str, *, overrides: Sequence[str] = (), **kwargs: Any) -> DictConfig:
+    cfg = load_config(recipe, overrides=overrides)
+    params: dict[str, Any] = {
+        "train_files": ["/data/train.parquet"],
+        "val_files": ["/data/val.parquet"],
+        "checkpoint_dir": "/ckpt",
+        **kwargs,
+    }
+    return compose_verl_config(verl_overrides(cfg, **params))
+
+
+def verl_validate(config: DictConfig) -> None:
+    """verl's own checks, with the same arguments main_ppo's TaskRunner computes."""
+    from verl.trainer.ppo.utils import need_critic
+    from verl.utils.config import validate_config
+
+    use_ref = bool(
+        config.algorithm.use_kl_in_reward or config.actor_rollout_ref.actor.use_kl_loss
+    )  # TaskRunner.add_ref_policy_worker
+    validate_config(config, use_reference_policy=use_ref, use_critic=need_critic(config))
+
+
+# ---------------------------------------------------------------------------- config
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_recipe_composes_and_passes_verls_validation(recipe: str) -> None:
+    from verl.trainer.ppo.core_algos import get_policy_loss_fn
+    from verl.utils.config import omega_conf_to_dataclass
+
+    config = composed(recipe)
+    OmegaConf.resolve(config)  # main_ppo resolves every interpolation first
+    verl_validate(config)
+    actor = config.actor_rollout_ref.actor
+    omega_conf_to_dataclass(config.actor_rollout_ref.rollout)
+    omega_conf_to_dataclass(config.algorithm)
+    omega_conf_to_dataclass(actor.optim)
+    get_policy_loss_fn(actor.policy_loss.loss_mode)  # a registered loss mode
+    assert config.actor_rollout_ref.ref.strategy == actor.strategy
+    assert config.data.prompt_key == "prompt"
+    assert Path(config.custom_reward_function.path).is_file()
+
+
+def test_overrides_that_verl_rejects_are_caught_on_cpu() -> None:
+    """A batch that does not divide over the GPUs fails here, not on the first GPU run."""
+    config = composed("grpo-pointwise", overrides=["grpo.train_batch_size=95"])
+    with pytest.raises(AssertionError, match="real_train_batch_size"):
+        verl_validate(config)
+    with pytest.raises(Exception, match="no_such_key"):
+        composed("grpo-pointwise", overrides=["grpo.extra_overrides=[trainer.no_such_key=1]"])
+
+
+def test_runtime_env_vars_reach_ray_init_kwargs() -> None:
+    config = composed("grrm-rlvr", env_vars={"MLFLOW_RUN_ID": "r1"})
+    env = config.ray_kwargs.ray_init.runtime_env.env_vars
+    assert env.MLFLOW_RUN_ID == "r1"  # main_ppo merges this into ray.init(runtime_env=…)
+
+
+def test_merge_command_is_accepted_by_verls_model_merger(monkeypatch: pytest.MonkeyPatch) -> None:
+    from verl.model_merger.base_model_merger import generate_config_from_args, parse_args
+
+    cmd = merge_command("/ckpt", "/out", step=7)
+    monkeypatch.setattr(sys, "argv", ["model_merger", *cmd[3:]])
+    merger = generate_config_from_args(parse_args())
+    assert (merger.operation, merger.backend) == ("merge", "fsdp")
+    assert merger.local_dir == "/ckpt/global_step_7/actor"
+    assert merger.target_dir == "/out"
+    assert merger.hf_model_config_path == "/ckpt/global_step_7/actor/huggingface"
+
+
+# ---------------------------------------------------------------------------- dataset
+
+
+@pytest.fixture(autouse=True)
+def _datasets_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import datasets
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-datasets")
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_model: Path) -> Any:
+    from verl.utils import hf_tokenizer
+
+    return hf_tokenizer(str(tiny_model))
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> dict[str, Path]:
+    """`prepare` output for both judge modes, without a length filter."""
+    out: dict[str, Path] = {}
+    for mode in ("pointwise", "pairwise"):
+        path = tmp_path_factory.mktemp(mode) / f"{mode}.parquet"
+        prepare_judge(mode, sample_path(f"openjudge_{mode}.jsonl"), path, tokenizer=str(tiny_model))
+        out[mode] = path
+    return out
+
+
+def rl_dataset(files: list[str], config: DictConfig, tokenizer: Any) -> Any:
+    from verl.trainer.main_ppo import create_rl_dataset
+
+    return create_rl_dataset(files, config.data, tokenizer, None, is_train=True)
+
+
+@pytest.mark.parametrize("mode", ["pointwise", "pairwise"])
+def test_rlhf_dataset_reads_our_parquet(
+    mode: str, prepared: dict[str, Path], tokenizer: Any, tiny_model: Path
+) -> None:
+    import pyarrow.parquet as pq
+
+    recipe = f"grpo-{mode}"
+    rows = pq.read_table(prepared[mode]).to_pylist()
+    config = composed(recipe, overrides=["data.max_prompt_length=1024"])
+    dataset = rl_dataset([str(prepared[mode])], config, tokenizer)
+    assert type(dataset).__name__ == "RLHFDataset"
+    assert len(dataset) == len(rows)
+    item = dataset[0]
+    assert item["input_ids"].shape == (1024,)  # left-padded to max_prompt_length
+    prompt = tokenizer.decode(item["input_ids"][item["attention_mask"].bool()])
+    expected = tokenizer.apply_chat_template(
+        rows[0]["prompt"], add_generation_prompt=True, tokenize=False
+    )
+    assert prompt == expected  # verl applied the chat template to our `prompt` column
+    assert item["reward_model"] == rows[0]["reward_model"]
+    assert item["data_source"] == rows[0]["data_source"]
+    assert item["index"] == rows[0]["extra_info"]["index"]
+
+
+def test_overlong_filter_agrees_with_prepare(
+    prepared: dict[str, Path], tokenizer: Any, tiny_model: Path, tmp_path: Path
+) -> None:
+    """verl's filter and ours measure the same tokens: what we keep, verl keeps, all of it."""
+    import pyarrow.parquet as pq
+
+    lengths = sorted(
+        len(tokenizer.apply_chat_template(r["prompt"], add_generation_prompt=True))
+        for r in pq.read_table(prepared["pointwise"]).to_pylist()
+    )
+    limit = lengths[len(lengths) // 2]  # about half the prompts are longer
+    config = composed("grpo-pointwise", overrides=[f"data.max_prompt_length={limit}"])
+    unfiltered = rl_dataset([str(prepared["pointwise"])], config, tokenizer)
+    assert len(unfiltered) == sum(n <= limit for n in lengths) < len(lengths)
+    ours = prepare_judge(
+        "pointwise",
+        sample_path("openjudge_pointwise.jsonl"),
+        tmp_path / "filtered.parquet",
+        tokenizer=str(tiny_model),
+        max_prompt_length=limit,
+    )
+    filtered = rl_dataset([ours.train_path], config, tokenizer)
+    assert len(filtered) == ours.report["counts"]["examples_written"]["train"] == len(unfiltered)
+
+
+# ---------------------------------------------------------------------------- reward managers
+
+
+@pytest.fixture
+def fresh_reward_module() -> Iterator[None]:
+    """verl caches the custom reward module as sys.modules['custom_module'] (one per process)."""
+    sys.modules.pop("custom_module", None)
+    yield
+    sys.modules.pop("custom_module", None)
+
+
+def reward_manager(config: DictConfig, tokenizer: Any) -> Any:
+    from verl.trainer.ppo.reward import load_reward_manager
+
+    kwargs = config.reward_model.get("reward_kwargs", {})
+    return load_reward_manager(config, tokenizer, num_examine=0, **kwargs)  # as main_ppo does
+
+
+def batch_of(dataset_items: list[dict[str, Any]], responses: list[str], tokenizer: Any) -> Any:
+    """A DataProto as the trainer hands it to the reward manager: prompts, responses, mask."""
+    from verl import DataProto
+    from verl.utils.dataset.rl_dataset import collate_fn
+
+    batch = collate_fn(dataset_items)
+    encoded = [
+        [*tokenizer.encode(r, add_special_tokens=False), tokenizer.eos_token_id] for r in responses
+    ]
+    width = max(len(e) for e in encoded) + 3  # right padding after every response
+    resp = torch.full((len(encoded), width), tokenizer.pad_token_id, dtype=torch.long)
+    resp_mask = torch.zeros((len(encoded), width), dtype=torch.long)
+    for i, ids in enumerate(encoded):
+        resp[i, : len(ids)] = torch.tensor(ids)
+        resp_mask[i, : len(ids)] = 1
+    tensors = {
+        "prompts": batch.pop("input_ids"),
+        "responses": resp,
+        "attention_mask": torch.cat([batch.pop("attention_mask"), resp_mask], dim=1),
+    }
+    tensors["input_ids"] = torch.cat([tensors["prompts"], resp], dim=1)
+    non_tensors = {k: v for k, v in batch.items() if isinstance(v, np.ndarray)}
+    return DataProto.from_dict(tensors=tensors, non_tensors=non_tensors), [len(e) for e in encoded]
+
+
+def assert_rewards_at_last_token(
+    out: dict[str, Any], lengths: list[int], expected: list[float]
+) -> None:
+    rewards = out["reward_tensor"]
+    for i, (n, want) in enumerate(zip(lengths, expected, strict=True)):
+        assert rewards[i, n - 1].item() == pytest.approx(want), f"row {i}"
+        others = torch.cat([rewards[i, : n - 1], rewards[i, n:]])
+        assert torch.count_nonzero(others) == 0, f"row {i}: reward off the last token"
+
+
+def pointwise_case(
+    prepared: dict[str, Path], tokenizer: Any, config: DictConfig
+) -> tuple[Any, list[int], list[float]]:
+    """Three rows: a correct verdict, a wrong one, and a truncated (malformed) one."""
+    dataset = rl_dataset([str(prepared["pointwise"])], config, tokenizer)
+    items = [dataset[i] for i in range(3)]
+    labels = [item["reward_model"]["ground_truth"]["helpfulness"] for item in items]
+    wrong = 0 if labels[1] >= 2 else 4
+    responses = [
+        f"<think>Accurate and complete.</think><score>{labels[0]}</score>",
+        f"<think>Looks weak.</think><score>{wrong}</score>",
+        "<think>The response is long and I have not finished",
+    ]
+    for text in responses:  # byte-level BPE: decoding gives back the text the reward sees
+        assert tokenizer.decode(tokenizer.encode(text, add_special_tokens=False)) == text
+    expected_wrong = 0.0 if labels[1] <= 1 else 1 - abs(wrong - labels[1]) / 4
+    data, lengths = batch_of(items, responses, tokenizer)
+    return data, lengths, [1.0, expected_wrong, 0.0]
+
+
+@pytest.mark.usefixtures("fresh_reward_module")
+@pytest.mark.parametrize("manager", ["naive", "dapo"])
+def test_reward_managers_score_pointwise_rows(
+    manager: str, prepared: dict[str, Path], tokenizer: Any
+) -> None:
+    config = composed(
+        "grpo-pointwise",
+        overrides=["data.max_prompt_length=1024", f"grpo.reward_manager={manager}"],
+    )
+    rm = reward_manager(config, tokenizer)
+    assert (
+        type(rm).__name__ == {"naive": "NaiveRewardManager", "dapo": "DAPORewardManager"}[manager]
+    )
+    data, lengths, expected = pointwise_case(prepared, tokenizer, config)
+    out = rm(data, return_dict=True)
+    assert_rewards_at_last_token(out, lengths, expected)
+    info = out["reward_extra_info"]
+    assert set(info) == {"score", "valid_answer", "pred"}
+    assert list(info["valid_answer"]) == [1, 1, 0]
+    assert all(len(v) == len(lengths) for v in info.values())  # verl asserts equal lengths
+
+
+@pytest.mark.usefixtures("fresh_reward_module")
+def test_dapo_overlong_buffer_penalises_near_limit_answers(
+    prepared: dict[str, Path], tokenizer: Any
+) -> None:
+    config0 = composed("grpo-pointwise", overrides=["data.max_prompt_length=1024"])
+    data, lengths, base = pointwise_case(prepared, tokenizer, config0)
+    buffer, max_len = 4, min(lengths) + 2  # every answer ends inside the last 4 tokens or later
+    config = composed(
+        "grpo-pointwise",
+        overrides=[
+            "data.max_prompt_length=1024",
+            "grpo.reward_manager=dapo",
+            "grpo.overlong_buffer_enable=true",
+            f"grpo.overlong_buffer_len={buffer}",
+            "grpo.overlong_buffer_penalty_factor=1.0",
+            "grpo.overlong_buffer_log=true",
+            f"grpo.max_resp_len={max_len}",
+        ],
+    )
+    sys.modules.pop("custom_module", None)
+    out = reward_manager(config, tokenizer)(data, return_dict=True)
+    penalties = [min(-(n - (max_len - buffer)) / buffer, 0.0) for n in lengths]
+    assert all(p < 0 for p in penalties)
+    assert_rewards_at_last_token(
+        out, lengths, [b + p for b, p in zip(base, penalties, strict=True)]
+    )
+    info = out["reward_extra_info"]
+    assert {"overlong_reward", "overlong"} <= set(info)
+    assert list(info["overlong_reward"]) == pytest.approx(penalties)
+
+
+@pytest.mark.usefixtures("fresh_reward_module")
+def test_naive_manager_scores_pairwise_rows(prepared: dict[str, Path], tokenizer: Any) -> None:
+    config = composed("grpo-pairwise", overrides=["data.max_prompt_length=1024"])
+    dataset = rl_dataset([str(prepared["pairwise"])], config, tokenizer)
+    items = [dataset[i] for i in range(3)]
+    truth = [item["reward_model"]["ground_truth"]["preference"] for item in items]
+    responses = [
+        f"<think>Compared both.</think><better>{truth[0]}</better>",
+        f"<think>Compared both.</think><better>{'B' if truth[1] == 'A' else 'A'}</better>",
+        "<think>Compared both.</think><better>A or B</better>",
+    ]
+    data, lengths = batch_of(items, responses, tokenizer)
+    out = reward_manager(config, tokenizer)(data, return_dict=True)
+    assert_rewards_at_last_token(out, lengths, [1.0, 0.0, 0.0])
+    assert list(out["reward_extra_info"]["valid_answer"]) == [1, 1, 0]
+
+
+@pytest.mark.usefixtures("fresh_reward_module")
+def test_dapo_manager_scores_grrm_rows(tmp_path: Path, tokenizer: Any) -> None:
+    """GRRM rows (hand-written: `prepare` has no GRRM writer yet) through the grrm-rlvr preset."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    truth = {"A": 8, "B": 5, "C": 5}
+    row = {
+        "data_source": "grrm/towerblocks",
+        "prompt": [{"role": "user", "content": "Rank the translations A, B and C."}],
+        "ability": "judge/grrm",
+        "reward_model": {"style": "rule", "ground_truth": json.dumps(truth)},
+        "extra_info": {"split": "train", "index": 0},
+    }
+    path = tmp_path / "grrm.parquet"
+    pq.write_table(
+        pa.Table.from_pylist([row, {**row, "extra_info": {"split": "train", "index": 1}}, row]),
+        path,
+    )
+    config = composed("grrm-rlvr", overrides=["data.max_prompt_length=256"])
+    dataset = rl_dataset([str(path)], config, tokenizer)
+    tail = "\n\n### Final Ranking:\n\n{rank}\n\n### Scores:\n\n{scores}\n"
+    responses = [
+        "A is fluent and exact; B and C share one error."
+        + tail.format(rank="A > B = C", scores="A: 8, B: 5, C: 5"),
+        "A is best, then B, then C." + tail.format(rank="A > B > C", scores="A: 8, B: 5, C: 4"),
+        "I cannot decide.",
+    ]
+    data, lengths = batch_of([dataset[i] for i in range(3)], responses, tokenizer)
+    out = reward_manager(config, tokenizer)(data, return_dict=True)
+    # row 2: pairs (A,B) and (A,C) agree, (B,C) does not -> 2/3; margin errors 0, 1, 1 -> (1 + .6 + .6) / 3
+    assert_rewards_at_last_token(out, lengths, [2.0, 2 / 3 + 2.2 / 3, 0.0])
+    info = out["reward_extra_info"]
+    assert set(info) == {"score", "valid_answer", "ranking_reward", "score_reward"}
+    assert list(info["valid_answer"]) == [1, 1, 0]
