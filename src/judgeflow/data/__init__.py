@@ -18,6 +18,20 @@ from judgeflow.data.examples import (
     PointwiseExample,
     Preference,
 )
+from judgeflow.data.grrm import (
+    GrrmPrepareResult,
+    augmentation_plan,
+    grrm_sft_example,
+    prepare_grrm_rl,
+    prepare_grrm_sft,
+)
+from judgeflow.data.grrm_template import (
+    GRRM_PROMPT_HEAD,
+    LANG_NAMES,
+    ground_truth_json,
+    render_grrm_prompt,
+    render_grrm_target,
+)
 from judgeflow.data.io import atomic_write_bytes, atomic_write_text, sha256_file
 from judgeflow.data.prepare import (
     PrepareResult,
@@ -44,6 +58,8 @@ from judgeflow.data.templates import (
 )
 
 __all__ = [
+    "GRRM_PROMPT_HEAD",
+    "LANG_NAMES",
     "PAIRWISE_TEMPLATE",
     "POINTWISE_TEMPLATE",
     "DataError",
@@ -51,6 +67,7 @@ __all__ = [
     "DataValidationError",
     "DroppedRow",
     "Example",
+    "GrrmPrepareResult",
     "InputFormat",
     "Mode",
     "Origin",
@@ -63,12 +80,19 @@ __all__ = [
     "SourceFormat",
     "atomic_write_bytes",
     "atomic_write_text",
+    "augmentation_plan",
     "detect_format",
+    "ground_truth_json",
+    "grrm_sft_example",
     "iter_records",
     "output_paths",
+    "prepare_grrm_rl",
+    "prepare_grrm_sft",
     "prepare_judge",
     "prompt_lengths",
     "read_examples",
+    "render_grrm_prompt",
+    "render_grrm_target",
     "render_messages",
     "render_pairwise",
     "render_pointwise",

@@ -1,0 +1,416 @@
+"""Supervised fine-tuning with LLaMA-Factory: the GRRM cold start before RLVR.
+
+We do not call LLaMA-Factory in-process: `llamafactory-cli train cfg.yaml` is what its docs,
+its torchrun launcher and multi-node recipes expect, so a run here is the same command a Slurm
+job runs. This module writes the three files that command needs (`dataset_info.json`, the train
+YAML and, for ZeRO-3, a DeepSpeed JSON), runs it as a subprocess with its output streamed, and
+turns LLaMA-Factory's `trainer_log.jsonl` (one JSON object per logging step, written by its
+`LogCallback` on the main process) into `sft/*` metrics for an injected sink while it trains.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "MetricsSink",
+    "SftError",
+    "SftParams",
+    "SftResult",
+    "map_trainer_log",
+    "run_sft",
+    "torchrun_env",
+    "train_command",
+    "write_dataset_info",
+    "write_train_yaml",
+    "zero3_config",
+]
+
+MetricsSink = Callable[[dict[str, float], int], None]
+
+#: The file LLaMA-Factory's LogCallback appends to in `output_dir` (0.9.x).
+TRAINER_LOG = "trainer_log.jsonl"
+#: Summary LLaMA-Factory (the HF Trainer) writes when training ends.
+TRAIN_RESULTS = "train_results.json"
+#: The HF Trainer's state, whose log history also has the gradient norm per logged step.
+TRAINER_STATE = "trainer_state.json"
+#: trainer_log.jsonl keys -> judgeflow metric names (everything else is skipped).
+_LOG_RENAMES = {
+    "loss": "sft/loss",
+    "lr": "sft/learning_rate",
+    "epoch": "sft/epoch",
+    "eval_loss": "sft/eval_loss",
+    "throughput": "sft/throughput_tokens_per_s",
+    "total_tokens": "sft/total_tokens",
+    "percentage": "sft/progress_pct",
+}
+_POLL_S = 0.5
+
+
+class SftError(RuntimeError):
+    """`llamafactory-cli train` failed; the message names the exit code and the command."""
+
+
+@dataclass(frozen=True)
+class SftParams:
+    """LLaMA-Factory full SFT knobs; defaults are the GRRM preset except where noted.
+
+    `deepspeed`: None (no DeepSpeed, e.g. CPU), a path to a DeepSpeed JSON, or `"zero3"` to
+    write `zero3_config()` next to the train YAML. `bf16` None means on exactly when CUDA is
+    available (fp16 is never used). `template` is `chatml` for Qwen2.5 base models; the tiny
+    test model uses `qwen`.
+    """
+
+    model_path: str
+    output_dir: str
+    template: str = "chatml"
+    cutoff_len: int = 12000
+    per_device_train_batch_size: int = 4
+    gradient_accumulation_steps: int = 1
+    learning_rate: float = 6e-6
+    num_train_epochs: float = 3.0
+    lr_scheduler_type: str = "cosine"
+    warmup_ratio: float = 0.1
+    bf16: bool | None = None
+    deepspeed: str | None = None
+    finetuning_type: str = "full"
+    flash_attn: str = "auto"  # the reference sets fa2; auto picks it when installed
+    max_steps: int | None = None  # None: run num_train_epochs
+    save_steps: int = 500000  # the reference: effectively only the final save
+    logging_steps: int = 1
+    seed: int = 42
+    preprocessing_num_workers: int | None = 16  # None: preprocess in the main process
+    dataloader_num_workers: int = 4
+    overwrite_output_dir: bool = True
+    plot_loss: bool = True  # training_loss.png in output_dir, as the reference
+    ddp_timeout: int = 180000000
+    extra: Mapping[str, Any] = field(default_factory=dict)  # any other LLaMA-Factory key
+
+    def __post_init__(self) -> None:
+        if self.per_device_train_batch_size < 1 or self.gradient_accumulation_steps < 1:
+            raise ValueError("batch size and gradient accumulation steps must be positive")
+        if self.cutoff_len < 1:
+            raise ValueError(f"cutoff_len must be positive, got {self.cutoff_len}")
+
+
+@dataclass(frozen=True)
+class SftResult:
+    """The saved model (LLaMA-Factory saves the final model into `output_dir`) and metrics."""
+
+    model_dir: Path
+    metrics: dict[str, float]  # the last value of each sft/* metric + sft/summary/*
+    steps: int
+
+
+# --------------------------------------------------------------------------- files
+
+
+def write_dataset_info(dataset_dir: str | Path, name: str, file_name: str | Path) -> Path:
+    """`dataset_info.json` registering a sharegpt `messages` parquet (as the GRRM reference).
+
+    `file_name` is relative to `dataset_dir`, or absolute (LLaMA-Factory joins the two paths).
+    """
+    info = {
+        name: {
+            "file_name": os.fspath(file_name),
+            "formatting": "sharegpt",
+            "columns": {"messages": "messages"},
+            "tags": {
+                "role_tag": "role",
+                "content_tag": "content",
+                "user_tag": "user",
+                "assistant_tag": "assistant",
+            },
+        }
+    }
+    path = Path(dataset_dir) / "dataset_info.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def zero3_config() -> dict[str, Any]:
+    """DeepSpeed ZeRO-3 for the HF Trainer: sizes left to the trainer (`auto`), 16-bit weights
+    gathered on save so `output_dir` holds a loadable model."""
+    return {
+        "train_batch_size": "auto",
+        "train_micro_batch_size_per_gpu": "auto",
+        "gradient_accumulation_steps": "auto",
+        "gradient_clipping": "auto",
+        "zero_allow_untested_optimizer": True,
+        "fp16": {
+            "enabled": "auto",
+            "loss_scale": 0,
+            "loss_scale_window": 1000,
+            "initial_scale_power": 16,
+            "hysteresis": 2,
+            "min_loss_scale": 1,
+        },
+        "bf16": {"enabled": "auto"},
+        "zero_optimization": {
+            "stage": 3,
+            "overlap_comm": False,
+            "contiguous_gradients": True,
+            "sub_group_size": 1e9,
+            "reduce_bucket_size": "auto",
+            "stage3_prefetch_bucket_size": "auto",
+            "stage3_param_persistence_threshold": "auto",
+            "stage3_max_live_parameters": 1e9,
+            "stage3_max_reuse_distance": 1e9,
+            "stage3_gather_16bit_weights_on_model_save": True,
+        },
+    }
+
+
+def _resolve_bf16(bf16: bool | None) -> bool:
+    if bf16 is not None:
+        return bf16
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def train_config(
+    params: SftParams, dataset_dir: str | Path, dataset_name: str, deepspeed: str | None
+) -> dict[str, Any]:
+    """The LLaMA-Factory train arguments, in the reference YAML's order."""
+    config: dict[str, Any] = {
+        "model_name_or_path": params.model_path,
+        "flash_attn": params.flash_attn,
+        "stage": "sft",
+        "do_train": True,
+        "finetuning_type": params.finetuning_type,
+    }
+    if deepspeed is not None:
+        config["deepspeed"] = deepspeed
+    config |= {
+        "dataset_dir": os.fspath(dataset_dir),
+        "dataset": dataset_name,
+        "template": params.template,
+        "cutoff_len": params.cutoff_len,
+        "overwrite_cache": True,
+    }
+    if params.preprocessing_num_workers is not None:
+        config["preprocessing_num_workers"] = params.preprocessing_num_workers
+    config |= {
+        "dataloader_num_workers": params.dataloader_num_workers,
+        "output_dir": params.output_dir,
+        "logging_steps": params.logging_steps,
+        "save_steps": params.save_steps,
+        "plot_loss": params.plot_loss,
+        "overwrite_output_dir": params.overwrite_output_dir,
+        "report_to": "none",  # metrics leave through judgeflow's sink only
+        "per_device_train_batch_size": params.per_device_train_batch_size,
+        "gradient_accumulation_steps": params.gradient_accumulation_steps,
+        "learning_rate": params.learning_rate,
+        "num_train_epochs": params.num_train_epochs,
+        "lr_scheduler_type": params.lr_scheduler_type,
+        "warmup_ratio": params.warmup_ratio,
+        "bf16": _resolve_bf16(params.bf16),
+        "fp16": False,
+        "ddp_timeout": params.ddp_timeout,
+        "seed": params.seed,
+    }
+    if params.max_steps is not None:
+        config["max_steps"] = params.max_steps
+    config |= dict(params.extra)
+    return config
+
+
+def write_train_yaml(
+    params: SftParams, dataset_dir: str | Path, dataset_name: str, path: str | Path
+) -> Path:
+    """Write the `llamafactory-cli train` YAML (and `ds_z3_config.json` beside it for "zero3")."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    deepspeed = params.deepspeed
+    if deepspeed == "zero3":
+        ds_path = out.parent / "ds_z3_config.json"
+        ds_path.write_text(json.dumps(zero3_config(), indent=2) + "\n", encoding="utf-8")
+        deepspeed = str(ds_path)
+    config = train_config(params, dataset_dir, dataset_name, deepspeed)
+    header = f"# Run with: llamafactory-cli train {out.name}\n"
+    out.write_text(header + yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return out
+
+
+# --------------------------------------------------------------------------- launching
+
+
+def train_command(yaml_path: str | Path) -> list[str]:
+    """`llamafactory-cli train cfg.yaml`, using the CLI beside this interpreter when present
+    (a Slurm job's PATH may not include the virtual environment)."""
+    beside = Path(sys.executable).parent / "llamafactory-cli"
+    cli = str(beside) if beside.exists() else "llamafactory-cli"
+    return [cli, "train", os.fspath(yaml_path)]
+
+
+def torchrun_env(
+    nnodes: int,
+    node_rank: int,
+    master_addr: str,
+    master_port: int,
+    nproc_per_node: int | None = None,
+) -> dict[str, str]:
+    """Environment that makes `llamafactory-cli train` launch torchrun for one node of a
+    multi-node run (run it once per node, e.g. with `srun --ntasks-per-node=1`)."""
+    if nnodes < 1 or not 0 <= node_rank < nnodes:
+        raise ValueError(f"need 0 <= node_rank < nnodes, got {node_rank} / {nnodes}")
+    env = {
+        "FORCE_TORCHRUN": "1",
+        "NNODES": str(nnodes),
+        "NODE_RANK": str(node_rank),
+        "MASTER_ADDR": master_addr,
+        "MASTER_PORT": str(master_port),
+    }
+    if nproc_per_node is not None:
+        env["NPROC_PER_NODE"] = str(nproc_per_node)
+    return env
+
+
+def map_trainer_log(entry: Mapping[str, Any]) -> dict[str, float]:
+    """One `trainer_log.jsonl` entry -> `sft/*` metrics (numbers only, renamed).
+
+    The entry LLaMA-Factory writes for the end-of-training summary has no loss; it maps to
+    nothing (the summary is read from `train_results.json` instead).
+    """
+    out: dict[str, float] = {}
+    if entry.get("loss") is None and entry.get("eval_loss") is None:
+        return out
+    for key, name in _LOG_RENAMES.items():
+        value = entry.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out[name] = float(value)
+    return out
+
+
+class _LogTailer:
+    """Reads complete new lines of a growing JSONL file (LLaMA-Factory appends one per log)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = path.stat().st_size if path.exists() else 0
+        self.partial = b""
+
+    def read(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        with self.path.open("rb") as handle:
+            handle.seek(self.offset)
+            data = handle.read()
+        self.offset += len(data)
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()  # an incomplete last line waits for the next read
+        entries = []
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict):
+                entries.append(entry)
+        return entries
+
+
+def run_sft(
+    params: SftParams,
+    sft_parquet: str | Path,
+    *,
+    metrics_sink: MetricsSink | None = None,
+    env: Mapping[str, str] | None = None,
+    work_dir: str | Path | None = None,
+    dataset_name: str = "judgeflow_sft",
+) -> SftResult:
+    """Run `llamafactory-cli train` on a sharegpt `messages` parquet and return the model dir.
+
+    The dataset registration and YAML go to `work_dir` (default `<output_dir>/judgeflow/`, so
+    the model directory records how it was trained). Output streams to this process's stdout;
+    metrics are sent to `metrics_sink(metrics, step)` as LLaMA-Factory logs them, and the
+    end-of-run summary (`train_results.json`) as `sft/summary/*`. `env` is added to the
+    environment (e.g. `torchrun_env(...)`). Raises `SftError` when the command fails.
+    """
+    parquet = Path(sft_parquet).resolve()
+    if not parquet.is_file():
+        raise FileNotFoundError(f"{parquet}: SFT parquet not found")
+    output_dir = Path(params.output_dir)
+    work = Path(work_dir) if work_dir is not None else output_dir / "judgeflow"
+    write_dataset_info(work, dataset_name, parquet)
+    yaml_path = write_train_yaml(params, work, dataset_name, work / "sft.yaml")
+
+    log_path = output_dir / TRAINER_LOG
+    if params.overwrite_output_dir and log_path.exists():
+        log_path.unlink()  # LLaMA-Factory deletes it too, but only after we started tailing
+    tailer = _LogTailer(log_path)
+    latest: dict[str, float] = {}
+    step = 0
+
+    def publish() -> None:
+        nonlocal step
+        for entry in tailer.read():
+            metrics = map_trainer_log(entry)
+            step = int(entry.get("current_steps", step))
+            latest.update(metrics)
+            if metrics_sink is not None and metrics:
+                metrics_sink(metrics, step)
+
+    command = train_command(yaml_path)
+    proc = subprocess.Popen(command, env={**os.environ, **(env or {})})
+    try:
+        while proc.poll() is None:
+            time.sleep(_POLL_S)
+            publish()
+    except BaseException:
+        proc.terminate()
+        proc.wait()
+        raise
+    publish()
+    if proc.returncode != 0:
+        raise SftError(f"{' '.join(command)} exited with code {proc.returncode}")
+
+    grad_norms = _grad_norms(output_dir / TRAINER_STATE)
+    if metrics_sink is not None:
+        for logged_step, value in grad_norms:
+            metrics_sink({"sft/grad_norm": value}, logged_step)
+    if grad_norms:
+        latest["sft/grad_norm"] = grad_norms[-1][1]
+    summary = _summary(output_dir / TRAIN_RESULTS)
+    if summary:
+        latest.update(summary)
+        if metrics_sink is not None:
+            metrics_sink(summary, step)
+    return SftResult(model_dir=output_dir, metrics=latest, steps=step)
+
+
+def _grad_norms(path: Path) -> list[tuple[int, float]]:
+    """(step, grad_norm) from the HF Trainer's `trainer_state.json` (not in trainer_log.jsonl;
+    the state is written at the end, so these arrive after training)."""
+    if not path.exists():
+        return []
+    history = json.loads(path.read_text(encoding="utf-8")).get("log_history", [])
+    return [
+        (int(item["step"]), float(item["grad_norm"]))
+        for item in history
+        if isinstance(item.get("grad_norm"), int | float) and "step" in item
+    ]
+
+
+def _summary(path: Path) -> dict[str, float]:
+    """`train_results.json` (train_loss, train_runtime, …) as `sft/summary/*`."""
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {
+        f"sft/summary/{key.removeprefix('train_')}": float(value)
+        for key, value in data.items()
+        if isinstance(value, int | float) and not isinstance(value, bool)
+    }
