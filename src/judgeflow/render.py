@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shlex
 
+from judgeflow.cluster.stage import PYTHON
 from judgeflow.cluster.submit import render_sbatch
 from judgeflow.config import RunConfig
 from judgeflow.stages import PreparedData, train_stage_spec
@@ -27,8 +28,8 @@ def render_recipe(cfg: RunConfig) -> str:
         f"# recipe {cfg.recipe}: stage train (engine {cfg.resolved_engine}, backend {cfg.cluster.backend})",
         "# ---- sbatch script (submitit) ----",
         render_sbatch(spec, cfg.cluster).rstrip(),
-        "# ---- stage command (on the Ray head) ----",
-        shlex.join(spec.command),
+        "# ---- stage command (on the Ray head; python is the job's interpreter) ----",
+        shlex.join("python" if part == PYTHON else part for part in spec.command),
     ]
     engine = _engine_command(cfg)
     if engine:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,3 +91,30 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
                 down = _script("down")
                 if down.returncode != 0:
                     print(f"{DEV_CLUSTER}/down failed ({down.returncode}):\n{down.stderr}")
+
+
+def _leftovers(cluster: SlurmCluster) -> list[str]:
+    """Slurm jobs still queued or running, and Ray/stage processes of judgeflow jobs."""
+    jobs = cluster.run("squeue", "-h", "-o", "%i %j %T").split("\n")
+    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    procs = [
+        line for line in ps.splitlines()
+        if ("jf-ray-" in line or "judgeflow stage run" in line or "submitit.core._submit" in line)
+        and "ps -eo" not in line
+    ]  # fmt: skip
+    return [j for j in jobs if j.strip()] + procs
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After every test that used the cluster: no Slurm job, Ray process or stage process."""
+    yield
+    if "slurm_cluster" not in request.fixturenames:
+        return
+    cluster: SlurmCluster = request.getfixturevalue("slurm_cluster")
+    deadline = time.monotonic() + 60  # teardown and accounting take a few seconds
+    left = _leftovers(cluster)
+    while left and time.monotonic() < deadline:
+        time.sleep(1)
+        left = _leftovers(cluster)
+    assert not left, "left behind after the test:\n" + "\n".join(left)

@@ -133,3 +133,26 @@ def test_render_matches_what_would_be_submitted(tmp_path: Path) -> None:
     assert "#SBATCH --signal=USR2@120" in text
     assert not (tmp_path / "x").exists()  # nothing written, nothing submitted
     json.dumps(text)
+
+
+def test_plain_sbatch_template_runs_the_same_bootstrap_on_two_nodes(
+    slurm_cluster: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo_root = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv("JUDGEFLOW_VENV", sys.prefix)  # sbatch exports the environment
+
+    driver = tmp_path / "driver.py"
+    driver.write_text(
+        "import ray; ray.init(); "
+        "print('alive nodes:', sum(n['Alive'] for n in ray.nodes()), flush=True)\n"
+    )
+    out = tmp_path / "job.out"
+    slurm_cluster.run(
+        "sbatch", "--wait", "--nodes=2", "--partition=debug", f"--output={out}",
+        f"--chdir={tmp_path}",
+        str(repo_root / "infra" / "slurm" / "judgeflow-stage.sbatch"), "--",
+        sys.executable, str(driver),
+        timeout=300,
+    )  # fmt: skip
+    text = out.read_text()
+    assert "alive nodes: 2" in text, text[-3000:]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+import sys
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import submitit
 
 RESULT_FILE = "result.json"
 PROGRESS_FILE = "progress.json"
+PYTHON = "@python"  # in a command: the job's own interpreter (a container's, on a cluster)
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class StageSpec:
     workdir: str  # shared directory: rendezvous, result and progress files
     env: dict[str, str] = field(default_factory=dict)
     ray: bool = True  # start a Ray cluster across the allocation before the command
+    torchrun: bool = False  # instead: run the command on every node with a torchrun rendezvous
     gpus_per_node: int = 0
     ray_num_cpus: int | None = None
     ray_object_store_mb: int | None = None
@@ -66,6 +69,7 @@ class StageJob(submitit.helpers.Checkpointable):
         from judgeflow.cluster.ray_bootstrap import Allocation, exit_on_signals, run_in_ray_cluster
 
         env = {**spec.env, "JUDGEFLOW_STAGE_DIR": spec.workdir}
+        spec = replace(spec, command=[sys.executable if c == PYTHON else c for c in spec.command])
         rendezvous = Path(spec.workdir) / "rendezvous"
         alloc = Allocation.from_env(rendezvous)
         if alloc.rank == 0:
@@ -74,7 +78,11 @@ class StageJob(submitit.helpers.Checkpointable):
             f"[judgeflow] stage {spec.name}: rank {alloc.rank}/{alloc.world} on {alloc.node_name}",
             flush=True,
         )
-        if spec.ray:
+        if spec.torchrun:
+            with exit_on_signals(print):
+                env.update(_torchrun_env(alloc))
+                code = _run_plain(spec.command, env)
+        elif spec.ray:
             code = run_in_ray_cluster(
                 alloc,
                 spec.command,
@@ -82,7 +90,7 @@ class StageJob(submitit.helpers.Checkpointable):
                 ready_timeout_s=spec.ready_timeout_s,
                 num_gpus=spec.gpus_per_node,
             )
-        elif alloc.rank == 0:
+        elif alloc.rank == 0:  # a single-node command: the other ranks have nothing to do
             with exit_on_signals(print):  # submitit ignores SIGTERM; we must stop the command
                 code = _run_plain(spec.command, env)
         else:
@@ -99,18 +107,35 @@ class StageJob(submitit.helpers.Checkpointable):
         return result
 
 
-def _run_plain(command: list[str], env: dict[str, str]) -> int:
-    """Run the command in its own process group; stop that group if we are interrupted."""
-    import signal
-    import subprocess
+def _torchrun_env(alloc: Any, timeout_s: float = 300.0) -> dict[str, str]:
+    """FORCE_TORCHRUN/NNODES/NODE_RANK/MASTER_ADDR/MASTER_PORT for this node of the allocation.
 
-    proc = subprocess.Popen(command, env={**os.environ, **env}, start_new_session=True)
-    try:
-        return proc.wait()
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+    Rank 0 publishes its address and a free port in the rendezvous directory; the others read it.
+    """
+    import time
+
+    from judgeflow.cluster.ray_bootstrap import free_ports, node_ip
+
+    master_file = alloc.rendezvous_dir / "torchrun.json"
+    if alloc.rank == 0:
+        alloc.rendezvous_dir.mkdir(parents=True, exist_ok=True)
+        tmp = master_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"addr": node_ip(), "port": free_ports(1)[0]}))
+        os.replace(tmp, master_file)
+    deadline = time.monotonic() + timeout_s
+    while not master_file.exists():
+        if time.monotonic() > deadline:
+            raise StageFailed(
+                f"rank {alloc.rank}: no {master_file} from rank 0 after {timeout_s:.0f}s"
+            )
+        time.sleep(0.2)
+    master = json.loads(master_file.read_text())
+    from judgeflow.engines.llamafactory import torchrun_env
+
+    return torchrun_env(alloc.world, alloc.rank, str(master["addr"]), int(master["port"]))
+
+
+def _run_plain(command: list[str], env: dict[str, str]) -> int:
+    from judgeflow.process import run_in_process_group
+
+    return run_in_process_group(command, {**os.environ, **env}, grace_s=30.0)

@@ -138,7 +138,7 @@ class StageHandle:
 def make_executor(cluster: ClusterConfig, folder: str | Path, *, name: str) -> submitit.Executor:
     """A submitit executor for the configured backend with the generic resources applied."""
     backend = "slurm" if cluster.backend == "slurm" else "local"
-    executor = submitit.AutoExecutor(folder=str(folder), cluster=backend)
+    executor = _auto_executor(cluster, folder, backend)
     params: dict[str, Any] = {
         "name": name,
         "timeout_min": cluster.timeout_min,
@@ -188,7 +188,7 @@ def render_sbatch(spec: StageSpec, cluster: ClusterConfig) -> str:
     from submitit.slurm.slurm import SlurmExecutor
 
     folder = Path(spec.workdir) / "jobs"
-    executor = submitit.AutoExecutor(folder=str(folder), cluster="slurm")
+    executor = _auto_executor(cluster, folder, "slurm")
     executor.update_parameters(
         name=f"judgeflow-{spec.name}",
         timeout_min=cluster.timeout_min,
@@ -202,6 +202,14 @@ def render_sbatch(spec: StageSpec, cluster: ClusterConfig) -> str:
     inner = executor._executor
     assert isinstance(inner, SlurmExecutor)
     return inner._make_submission_file_text(inner._submitit_command_str, "%j")
+
+
+def _auto_executor(
+    cluster: ClusterConfig, folder: str | Path, backend: str
+) -> submitit.AutoExecutor:
+    """`cluster.python` is how a node starts Python: a container's, or a venv on shared storage."""
+    extra = {"slurm_python": cluster.python} if backend == "slurm" and cluster.python else {}
+    return submitit.AutoExecutor(folder=str(folder), cluster=backend, **extra)
 
 
 def _last_lines(text: str, n: int) -> str:

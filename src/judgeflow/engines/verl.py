@@ -33,8 +33,6 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from judgeflow.config import RunConfig, validate_config
+from judgeflow.process import run_in_process_group
 from judgeflow.rewards import REWARD_FUNCTION_NAME, reward_module_path
 
 if TYPE_CHECKING:
@@ -333,21 +332,9 @@ def mlflow_env(tracking_uri: str | None, run_id: str | None) -> dict[str, str]:
 
 
 def run_streaming(command: Sequence[str], env: Mapping[str, str]) -> int:
-    """Run a command with our stdout/stderr (so its log streams), in its own process group.
-
-    If we are interrupted, the whole group is stopped: verl's driver leaves children behind.
-    """
-    proc = subprocess.Popen(list(command), env=dict(env), start_new_session=True)
-    try:
-        return proc.wait()
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+    """Run a command with our stdout/stderr (so its log streams), in its own process group:
+    verl's driver leaves children behind, and an interrupted stage must stop them all."""
+    return run_in_process_group(command, env, grace_s=60.0)
 
 
 @dataclass(frozen=True)
