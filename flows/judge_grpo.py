@@ -1,17 +1,31 @@
 """judge-grpo: train a pointwise or pairwise judge with GRPO.
 
 download → prepare → evaluate (before) → train → evaluate (after) → log
+
+Every stage is cached on what it depends on (tasks/policies.py, judgeflow/caching.py): a
+scheduled retraining on unchanged data reuses every stage and submits no job. The run's
+`run-summary` artifact says, per stage, whether it ran or came from the cache.
 """
 
 from typing import Any, Literal
 
 from prefect import flow
+from prefect.runtime import flow_run
 
 from judgeflow.config import load_config
 from judgeflow.tracking import resolve_tracking_uri
 from tasks.data import download, prepare
 from tasks.evaluate import evaluate
-from tasks.tracking import log_summary, start_tracking
+from tasks.policies import cached
+from tasks.tracking import (
+    StageRecorder,
+    log_summary,
+    publish_summary,
+    record_data,
+    record_evaluation,
+    record_training,
+    start_tracking,
+)
 from tasks.train import cancel_submitted_jobs, train
 
 
@@ -30,29 +44,41 @@ def judge_grpo(
     """`recipe` defaults to grpo-<mode>; `overrides` are `dotted.key=value` strings."""
     cfg = load_config(recipe or f"grpo-{mode}", profile=profile, overrides=overrides or [])
     run_id = start_tracking(cfg)
+    stage = StageRecorder()
+    metrics: dict[str, float] = {}
     try:
-        manifest = download(cfg, run_id)
-        data = prepare(cfg, manifest, run_id)
-        before = (
-            evaluate(cfg, cfg.model.path, data, run_id, "before") if cfg.evaluation.enabled else {}
+        manifest = stage("download", cached(download), cfg)
+        data = stage("prepare", cached(prepare), cfg, manifest)
+        record_data(cfg, run_id, manifest, data)
+        if cfg.evaluation.enabled:
+            before = stage("evaluate[before]", cached(evaluate), cfg, cfg.model.path, data, run_id, "before")  # fmt: skip
+            metrics |= record_evaluation(cfg, run_id, "before", before)
+        retrying = cached(
+            train, retries=cfg.cluster.retries, retry_delay_s=cfg.cluster.retry_delay_s
         )
-        retrying = train.with_options(
-            retries=cfg.cluster.retries, retry_delay_seconds=cfg.cluster.retry_delay_s
-        )
-        model = retrying(cfg, data, run_id)
-        after = (
-            evaluate(cfg, model.model_dir, data, run_id, "after") if cfg.evaluation.enabled else {}
-        )
+        trained = stage("train", retrying, cfg, data, run_id)
+        record_training(cfg, run_id, trained)
+        stage.add_metrics("train", {"global_step": trained.model.global_step})
+        if cfg.evaluation.enabled:
+            after = stage("evaluate[after]", cached(evaluate), cfg, trained.model.model_dir, data, run_id, "after")  # fmt: skip
+            metrics |= record_evaluation(cfg, run_id, "after", after)
     except BaseException as exc:
+        publish_summary(cfg, run_id, stage.rows, str(flow_run.get_id()))
         log_summary(cfg, run_id, {"mlflow_run_id": run_id, "error": repr(exc)}, status="FAILED")
         raise
 
+    for row in stage.rows:
+        label = row["stage"].removeprefix("evaluate[").removesuffix("]")
+        stage.add_metrics(row["stage"], {k: v for k, v in metrics.items() if k.startswith(label)})
+    table = publish_summary(cfg, run_id, stage.rows, str(flow_run.get_id()))
     summary = {
         "mlflow_run_id": run_id,
         "tracking_uri": resolve_tracking_uri(cfg.tracking.tracking_uri),
-        "checkpoint": model.model_dir,
-        "global_step": model.global_step,
-        "metrics": {**before, **after},
+        "mlflow_url": table[0]["mlflow"] if table else None,
+        "checkpoint": trained.model.model_dir,
+        "global_step": trained.model.global_step,
+        "metrics": metrics,
+        "stages": {row["stage"]: row["status"] for row in stage.rows},
     }
     log_summary(cfg, run_id, summary)
     return summary

@@ -1,29 +1,32 @@
 """Evaluation task: judge accuracy of a model on the validation split.
 
-Locally it runs in the task; on Slurm it is a GPU job like training.
+Locally it runs in the task; on Slurm it is a GPU job like training. Cached on the model, the
+prepared data and the evaluation settings; `tasks.tracking.record_evaluation` logs the result.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from prefect import task
 
 from judgeflow import stages
 from judgeflow.config import RunConfig
-from judgeflow.tracking import Tracker
 from tasks.jobs import run_job
+from tasks.policies import BACKOFF, retry_transient
 
 
-@task(name="evaluate", task_run_name="evaluate[{label}]")
+@task(
+    name="evaluate",
+    task_run_name="evaluate[{label}]",
+    retries=2,
+    retry_delay_seconds=BACKOFF,
+    retry_condition_fn=retry_transient,
+)
 def evaluate(
     cfg: RunConfig, model_dir: str, data: stages.PreparedData, run_id: str, label: str
-) -> dict[str, float]:
-    """Log `eval/<metric>` as `<label>/<metric>` (e.g. before/accuracy) with a predictions table."""
+) -> dict[str, Any]:
+    """`{"metrics": {"eval/…": v}, "rows": [predictions]}` of `model_dir` on the val split."""
     if cfg.cluster.backend == "slurm":
-        _, result = run_job(cfg, stages.evaluate_stage_spec(cfg, model_dir, data, run_id, label))
-    else:
-        result = stages.evaluate_stage(cfg, model_dir, data)
-    metrics = {f"{label}/{k.removeprefix('eval/')}": v for k, v in result["metrics"].items()}
-    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
-    tracker.log_metrics(metrics)
-    tracker.log_table(result["rows"], f"eval/{label}_predictions.json")
-    return metrics
+        return run_job(cfg, stages.evaluate_stage_spec(cfg, model_dir, data, run_id, label))[1]
+    return stages.evaluate_stage(cfg, model_dir, data)

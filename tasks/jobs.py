@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from prefect import get_client
+from prefect.context import TaskRunContext
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 
@@ -17,7 +19,8 @@ def run_job(
 ) -> tuple[str, dict[str, Any]]:
     """Submit, record for cancellation, stream the log; returns (job id, result).
 
-    If the task is interrupted or cancelled while the job runs, the job is cancelled too.
+    The task run is renamed to show the job (`train[grpo-pointwise@slurm:1234]`). If the task
+    is interrupted or cancelled while the job runs, the job is cancelled too.
     """
     logger = get_run_logger()
     handle = submit(spec, cfg.cluster)
@@ -25,6 +28,7 @@ def run_job(
         cfg.cluster.shared_dir, str(flow_run.get_id()),
         backend=cfg.cluster.backend, job_id=handle.job_id, stage=spec.name,
     )  # fmt: skip
+    name_task_run_after_job(cfg.cluster.backend, handle.job_id)
     logger.info(
         "%s: %s job %s; log %s",
         spec.name,
@@ -45,3 +49,26 @@ def run_job(
         raise
     logger.info("%s: job %s finished on %s", spec.name, handle.job_id, handle.node_list)
     return handle.job_id, result
+
+
+def job_task_run_name(name: str, backend: str, job_id: str) -> str:
+    """`train[grpo-pointwise@slurm]` + job 1234 -> `train[grpo-pointwise@slurm:1234]`."""
+    base = name.rsplit(":", 1)[0].removesuffix("]") if name.endswith("]") else f"{name}["
+    if "@" not in base:
+        base = f"{base}@{backend}"
+    return f"{base}:{job_id}]"
+
+
+def name_task_run_after_job(backend: str, job_id: str) -> None:
+    """Task run names are fixed at start; the job id is known only now, so rename the run."""
+    ctx = TaskRunContext.get()
+    if ctx is None:
+        return
+    name = job_task_run_name(ctx.task_run.name, backend, job_id)
+    # Task run state events carry the in-memory task run, name included: set both.
+    ctx.task_run.name = name
+    try:
+        with get_client(sync_client=True) as client:
+            client.set_task_run_name(ctx.task_run.id, name)
+    except Exception as exc:  # a cosmetic update must not fail the job
+        get_run_logger().warning("could not rename task run to %s: %s", name, exc)

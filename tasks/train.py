@@ -2,58 +2,55 @@
 
 The job's log streams into the task log, its progress into a progress artifact, its metrics into
 MLflow (written by the job itself). A job killed from outside fails the task with a retryable
-error; the retry resubmits, and training resumes from the last checkpoint.
+error; the retry resubmits, and training resumes from the last checkpoint. The result is cached
+on the prepared data and the training configuration (`tasks.policies.cached`): an unchanged
+retraining returns the registered checkpoint without submitting anything.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from prefect import task
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from judgeflow import stages
-from judgeflow.cluster import StageFailed, registry
+from judgeflow.cluster import registry
 from judgeflow.config import RunConfig
-from judgeflow.tracking import Tracker
 from tasks.jobs import run_job
+from tasks.policies import retry_transient
 
 
-def killed_from_outside(task, task_run, state) -> bool:
-    """Retry a job that scancel, a node failure or preemption took away; not one that failed."""
-    try:
-        state.result()
-    except StageFailed as exc:
-        return exc.retryable
-    except Exception:
-        return False
-    return False
+@dataclass(frozen=True)
+class TrainOutcome:
+    """What training produced, and where: the job and the MLflow run that hold its metrics."""
+
+    model: stages.TrainedModel
+    job_id: str
+    backend: str
+    mlflow_run_id: str
 
 
 @task(
     name="train",
     task_run_name="train[{cfg.recipe}@{cfg.cluster.backend}]",
-    retry_condition_fn=killed_from_outside,
+    retry_condition_fn=retry_transient,
 )
-def train(cfg: RunConfig, data: stages.PreparedData, run_id: str) -> stages.TrainedModel:
-    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
+def train(cfg: RunConfig, data: stages.PreparedData, run_id: str) -> TrainOutcome:
     artifact_id = create_progress_artifact(
-        0.0, key="training-progress", description=f"{cfg.recipe}: training steps done"
+        0.0, key="training-progress", description=f"{cfg.recipe}: waiting for the job to start"
     )
 
     def progress(step: int, total: int) -> None:
         if total > 0:
-            update_progress_artifact(artifact_id, progress=min(100.0, 100.0 * step / total))
+            update_progress_artifact(
+                artifact_id,
+                progress=min(100.0, 100.0 * step / total),
+                description=f"{cfg.recipe}: step {step}/{total}",
+            )
 
     job_id, result = run_job(cfg, stages.train_stage_spec(cfg, data, run_id), on_progress=progress)
-    model = stages.TrainedModel(**result)
-    tracker.set_tags(
-        {
-            "judgeflow.train.job_id": job_id,
-            "judgeflow.checkpoint": model.model_dir,
-            "judgeflow.global_step": model.global_step,
-            "judgeflow.resumed_from": model.resumed_from,
-        }
-    )
-    return model
+    return TrainOutcome(stages.TrainedModel(**result), job_id, cfg.cluster.backend, run_id)
 
 
 def cancel_submitted_jobs(flow, flow_run, state) -> None:

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
+import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from judgeflow.cluster.stage import PROGRESS_FILE, RESULT_FILE, StageSpec
+from judgeflow.caching import prepare_identity
+from judgeflow.cluster.stage import PROGRESS_FILE, PYTHON, RESULT_FILE, StageSpec
 from judgeflow.config import RunConfig, flatten, judgeflow_home
-from judgeflow.storage import ArtifactStore, Manifest, download, write_json
+from judgeflow.storage import ArtifactStore, Manifest, SourceError, download, write_json
 from judgeflow.tracking import Tracker, git_commit, resolve_tracking_uri
+
+if TYPE_CHECKING:
+    from judgeflow.data import GrrmPrepareResult
 
 Progress = Callable[[int, int], None]
 
@@ -68,8 +72,15 @@ def start_tracking(
 
 
 def download_stage(cfg: RunConfig, progress: Progress | None = None) -> Manifest:
-    """Fetch the data source into the store, keyed by source + revision."""
-    key = _short_hash(cfg.data.source, cfg.data.revision or "")
+    """Fetch the data source into the store, keyed by source + revision + listing fingerprint.
+
+    The fingerprint (sizes, ETags/mtimes) gives a changed source its own directory, so a
+    cached manifest of the old content never points at files the new download overwrote.
+    """
+    from judgeflow.caching import digest, source_fingerprint
+
+    fingerprint = digest(source_fingerprint(cfg.data.source, cfg.data.revision))
+    key = _short_hash(cfg.data.source, cfg.data.revision or "", fingerprint)
     dest = store_for(cfg).local_dir("sources", key)
     return download(cfg.data.source, dest, revision=cfg.data.revision, progress=progress)
 
@@ -82,8 +93,8 @@ def prepare_stage(cfg: RunConfig, manifest: Manifest) -> PreparedData:
         raise NotImplementedError("GRRM data preparation runs in the grrm flow")
     params = _prepare_params(cfg)
     tokenizer = cfg.model.path if cfg.data.filter_overlong_prompts else None
-    identity = {**params, "tokenizer": tokenizer, "max_prompt_length": cfg.data.max_prompt_length}
-    key = _short_hash(manifest.content_hash, cfg.mode, json.dumps(identity, sort_keys=True))
+    identity = json.dumps(prepare_identity(cfg), sort_keys=True)
+    key = _short_hash(manifest.content_hash, identity)
     out_dir = store_for(cfg).local_dir("prepared", key)
     result = prepare_judge(
         cfg.mode,
@@ -182,6 +193,9 @@ def evaluate_stage(cfg: RunConfig, model_dir: str, data: PreparedData) -> dict[s
         max_new_tokens=cfg.evaluation.max_new_tokens,
         limit=cfg.evaluation.limit,
         batch_size=cfg.evaluation.batch_size,
+        temperature=cfg.evaluation.temperature,
+        top_p=cfg.evaluation.top_p,
+        samples=cfg.evaluation.samples,
     )
     return {"metrics": dict(result.metrics), "rows": list(result.predictions)}
 
@@ -218,16 +232,11 @@ def run_dir(cfg: RunConfig, run_id: str) -> Path:
 
 
 def _prepare_params(cfg: RunConfig) -> dict[str, Any]:
-    d = cfg.data
-    return {
-        "val_fraction": d.val_fraction,
-        "balance_positions": d.balance_positions,
-        "seed": d.seed,
-        "input_format": d.format,
-        "skip_invalid": d.skip_invalid,
-        "chosen_label": d.chosen_label,
-        "rejected_label": d.rejected_label,
-    }
+    """prepare_judge's keyword arguments: the identity minus what is passed separately."""
+    params = prepare_identity(cfg)
+    for passed_separately in ("mode", "tokenizer", "max_prompt_length"):
+        params.pop(passed_separately)
+    return params
 
 
 def _short_hash(*parts: str) -> str:
@@ -274,7 +283,7 @@ def stage_spec(
     }
     return StageSpec(
         name=name,
-        command=[sys.executable, "-m", "judgeflow", "stage", "run", str(workdir / STAGE_INPUT)],
+        command=[PYTHON, "-m", "judgeflow", "stage", "run", str(workdir / STAGE_INPUT)],
         workdir=str(workdir),
         env=env,
         ray=cfg.cluster.backend == "slurm",
@@ -304,8 +313,15 @@ def run_stage_job(input_file: str | Path) -> dict[str, Any]:
     inp = json.loads(Path(input_file).read_text())
     cfg = RunConfig.model_validate(inp["config"])
     workdir = Path(input_file).parent
-    data = PreparedData(**inp["data"])
     result: dict[str, Any]
+    if inp["stage"] == "sft":
+        tracker = Tracker.attach(inp["run_id"], cfg.tracking.tracking_uri)
+        result = sft_stage(cfg, inp["sft_file"], output_dir=inp["output_dir"], metrics_sink=tracker)
+        if os.environ.get("NODE_RANK", "0") != "0":
+            return result  # only the first node reports
+        write_json(workdir / RESULT_FILE, result)
+        return result
+    data = PreparedData(**inp["data"])
     if inp["stage"] == "train":
 
         def progress(step: int, total: int) -> None:
@@ -327,3 +343,154 @@ def run_stage_job(input_file: str | Path) -> dict[str, Any]:
         raise ValueError(f"{input_file}: unknown stage {inp['stage']!r}")
     write_json(workdir / RESULT_FILE, result)
     return result
+
+
+# ---------------------------------------------------------------------------- GRRM
+
+
+@dataclass(frozen=True)
+class GrrmData:
+    """What the GRRM pipeline trains on: SFT messages, RL rows (train, test) and the reports."""
+
+    sft_file: str
+    rl: PreparedData  # train_file: augmented RL rows; val_file: the un-augmented test split
+    report_files: list[str]
+
+
+def grrm_split_files(manifest: Manifest) -> tuple[Path, Path]:
+    """The train and test files of a GRRM source (named by stem: `train.*`, `test.*`)."""
+    by_stem = {p.name.split(".", 1)[0]: p for p in manifest.paths}
+    missing = [name for name in ("train", "test") if name not in by_stem]
+    if missing:
+        found = ", ".join(sorted(p.name for p in manifest.paths))
+        raise SourceError(
+            f"{manifest.source}: a GRRM source needs train.* and test.* files; "
+            f"missing {', '.join(missing)} (found: {found})"
+        )
+    return by_stem["train"], by_stem["test"]
+
+
+@dataclass(frozen=True)
+class GrrmRlJob:
+    """One `prepare_grrm_rl` call: input, output and keyword arguments (plain values, so a
+    sharded run can ship them to its workers)."""
+
+    input: str
+    output: str
+    options: dict[str, Any]
+
+
+def _grrm_dir_and_columns(cfg: RunConfig, manifest: Manifest) -> tuple[Path, dict[str, Any]]:
+    """The content-keyed output directory of a GRRM preparation and the column arguments."""
+    g = cfg.data.grrm
+    columns: dict[str, Any] = {
+        "src_key": g.src_key,
+        "src_lang_key": g.src_lang_key,
+        "trg_lang_key": g.trg_lang_key,
+        "mt_key": g.mt_key,
+        "score_key": g.score_key,
+        "skip_invalid": cfg.data.skip_invalid,
+    }
+    identity = json.dumps({**g.model_dump(), "seed": cfg.data.seed, "skip": cfg.data.skip_invalid})
+    out = store_for(cfg).local_dir("prepared", _short_hash(manifest.content_hash, "grrm", identity))
+    return out, columns
+
+
+def grrm_rl_train_job(cfg: RunConfig, manifest: Manifest) -> GrrmRlJob:
+    """The augmented RL train preparation, the one large enough to fan out over shards."""
+    g = cfg.data.grrm
+    train, _ = grrm_split_files(manifest)
+    out, columns = _grrm_dir_and_columns(cfg, manifest)
+    options = {
+        "subgroup_augment": g.subgroup_augment,
+        "shuffle_augment": g.shuffle_augment,
+        "seed": cfg.data.seed,
+        "split": "train",
+        **columns,
+    }
+    return GrrmRlJob(str(train), str(out / "rl_train.parquet"), options)
+
+
+def prepare_grrm_stage(
+    cfg: RunConfig, manifest: Manifest, rl_train: GrrmPrepareResult | None = None
+) -> GrrmData:
+    """SFT parquet and augmented RL parquet from the train split; plain RL rows from the test split.
+
+    `rl_train` is the RL train preparation when it already ran elsewhere (sharded over Ray, see
+    `flows/prepare_sharded.py`); it must be the file `grrm_rl_train_job` names.
+    """
+    from judgeflow.data import prepare_grrm_rl, prepare_grrm_sft
+
+    g = cfg.data.grrm
+    train, test = grrm_split_files(manifest)
+    out, columns = _grrm_dir_and_columns(cfg, manifest)
+    job = grrm_rl_train_job(cfg, manifest)
+    if rl_train is None:
+        rl_train = prepare_grrm_rl(job.input, job.output, **job.options)
+    elif rl_train.output_path != job.output:
+        raise ValueError(f"rl_train is {rl_train.output_path}, this stage writes {job.output}")
+    sft = prepare_grrm_sft(
+        str(train), str(out / "sft.parquet"), analysis_key=g.analysis_key, **columns
+    )
+    rl_test = prepare_grrm_rl(str(test), str(out / "rl_test.parquet"), split="test", **columns)
+    reports = [sft.report_path, rl_train.report_path, rl_test.report_path]
+    return GrrmData(
+        sft_file=sft.output_path,
+        rl=PreparedData(
+            train_file=rl_train.output_path,
+            val_file=rl_test.output_path,
+            report_file=rl_train.report_path,
+            report=rl_train.report,
+        ),
+        report_files=[str(r) for r in reports],
+    )
+
+
+def sft_params(cfg: RunConfig, output_dir: str | Path) -> Any:
+    """Map the SFT config onto LLaMA-Factory's knobs (base model: model.path)."""
+    from judgeflow.engines.llamafactory import SftParams
+
+    s = cfg.sft
+    return SftParams(
+        model_path=cfg.model.path,
+        output_dir=str(output_dir),
+        template=s.template,
+        cutoff_len=s.cutoff_len,
+        per_device_train_batch_size=s.per_device_train_batch_size,
+        gradient_accumulation_steps=s.gradient_accumulation_steps,
+        learning_rate=s.learning_rate,
+        num_train_epochs=s.num_train_epochs,
+        lr_scheduler_type=s.lr_scheduler_type,
+        warmup_ratio=s.warmup_ratio,
+        bf16=s.bf16,
+        deepspeed=s.deepspeed,
+        finetuning_type=s.finetuning_type,
+        max_steps=s.max_steps,
+        save_steps=s.save_steps,
+        seed=cfg.data.seed,
+        preprocessing_num_workers=s.preprocessing_num_workers,
+        dataloader_num_workers=s.dataloader_num_workers,
+    )
+
+
+def sft_stage(
+    cfg: RunConfig,
+    sft_file: str,
+    *,
+    output_dir: str | Path,
+    metrics_sink: Callable[[dict[str, float], int], None] | None = None,
+) -> dict[str, Any]:
+    """LLaMA-Factory SFT of model.path on the GRRM messages; returns the model dir and metrics."""
+    from judgeflow.engines.llamafactory import run_sft
+
+    result = run_sft(sft_params(cfg, output_dir), sft_file, metrics_sink=metrics_sink)
+    return {"model_dir": str(result.model_dir), "metrics": dict(result.metrics)}
+
+
+def sft_stage_spec(cfg: RunConfig, sft_file: str, run_id: str) -> StageSpec:
+    """SFT runs on every node of the allocation (torchrun rendezvous), not under Ray."""
+    payload = {"sft_file": sft_file, "output_dir": str(run_dir(cfg, run_id) / "sft")}
+    spec = stage_spec(cfg, "sft", run_id, payload)
+    return replace(
+        spec, ray=False, torchrun=cfg.cluster.backend == "slurm" and cfg.cluster.nodes > 1
+    )

@@ -1,0 +1,198 @@
+"""Cache identities of the pipeline's stages: what a stage's result depends on, as one string.
+
+A scheduled retraining on unchanged data should cost nothing, and a change should re-run exactly
+the stages downstream of it. Each stage's key names its inputs by content, never by time:
+
+- download: source URI + revision + a cheap fingerprint of the source listing (per file: name,
+  size and whatever version marker the filesystem reports: ETag, mtime, blob id, sha256);
+- prepare:  the manifest's content hash + the preparation parameters + the code version of
+  `judgeflow.data`;
+- evaluate: the model directory + the prepared data + the evaluation settings;
+- train:    the prepared train/validation files' sha256 + the training-relevant configuration
+  (model, GRPO, engine, sequence lengths, seed, nodes × GPUs; not tracking, evaluation or
+  placement) + the code version of the engines and rewards.
+
+`usable` says whether a cached result still points at files that exist (a deleted checkpoint
+makes its cache entry a miss). The orchestrator (Prefect, `tasks/policies.py`) decides where
+keys and results are stored; nothing here imports it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import judgeflow
+from judgeflow.config import RunConfig, judgeflow_home
+
+PACKAGE_DIR = Path(judgeflow.__file__).parent
+
+# Source files whose behaviour a stage's output depends on (relative to the package).
+PREPARE_CODE = ("data",)
+TRAIN_CODE = ("engines", "rewards", "stages.py", "render.py", "cluster")
+EVALUATE_CODE = ("evaluation.py", "engines", "rewards")
+
+# Markers filesystems report for "this file's version" (s3: ETag; local: mtime; hf: blob_id/lfs).
+_VERSION_FIELDS = ("ETag", "etag", "mtime", "LastModified", "last_modified", "blob_id", "sha256")
+
+
+def cache_dirs() -> dict[str, Path]:
+    """Where results and cache keys are kept; both must be readable by every worker and run.
+
+    `$JUDGEFLOW_PREFECT_RESULTS` / `$JUDGEFLOW_PREFECT_CACHE_KEYS` override the defaults under
+    `$JUDGEFLOW_HOME` (put that on the shared filesystem for a cluster). They are different
+    directories on purpose: Prefect's result records and cache keys must not share a path.
+    """
+    home = judgeflow_home()
+    return {
+        "results": Path(os.environ.get("JUDGEFLOW_PREFECT_RESULTS") or home / "prefect-results"),
+        "keys": Path(os.environ.get("JUDGEFLOW_PREFECT_CACHE_KEYS") or home / "prefect-cache-keys"),
+    }
+
+
+def digest(*parts: Any) -> str:
+    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+@functools.cache
+def code_version(*paths: str) -> str:
+    """Package version + sha256 of the given modules' source (files or packages, recursively)."""
+    h = hashlib.sha256(judgeflow.__version__.encode())
+    for rel in paths:
+        root = PACKAGE_DIR / rel
+        files = sorted(root.rglob("*.py")) if root.is_dir() else [root]
+        for file in files:
+            h.update(str(file.relative_to(PACKAGE_DIR)).encode() + b"\x00" + file.read_bytes())
+    return f"{judgeflow.__version__}+{h.hexdigest()[:16]}"
+
+
+# ---------------------------------------------------------------------------- download
+
+
+def source_fingerprint(source: str, revision: str | None = None) -> list[dict[str, Any]]:
+    """What the source holds now, from a listing (no data is read): per-file size and version."""
+    from judgeflow.storage import list_data_files, resolve_uri
+
+    url = resolve_uri(source, revision)
+    fs, root, files = list_data_files(url)
+    out = []
+    for path in files:
+        info = fs.info(path)
+        entry = {"path": os.path.relpath(path, root) if path != root else Path(path).name}
+        entry["size"] = info.get("size")
+        entry.update({k: str(info[k]) for k in _VERSION_FIELDS if info.get(k) is not None})
+        lfs = info.get("lfs")
+        if isinstance(lfs, dict) and lfs.get("sha256"):
+            entry["sha256"] = lfs["sha256"]
+        out.append(entry)
+    return out
+
+
+def download_key(cfg: RunConfig) -> str:
+    fingerprint = source_fingerprint(cfg.data.source, cfg.data.revision)
+    return "download-" + digest(cfg.data.source, cfg.data.revision, fingerprint)
+
+
+# ---------------------------------------------------------------------------- prepare
+
+
+def prepare_identity(cfg: RunConfig) -> dict[str, Any]:
+    """Everything besides the data that decides what `prepare` writes."""
+    d = cfg.data
+    return {
+        "mode": cfg.mode,
+        "val_fraction": d.val_fraction,
+        "balance_positions": d.balance_positions,
+        "seed": d.seed,
+        "input_format": d.format,
+        "skip_invalid": d.skip_invalid,
+        "chosen_label": d.chosen_label,
+        "rejected_label": d.rejected_label,
+        "tokenizer": cfg.model.path if d.filter_overlong_prompts else None,
+        "max_prompt_length": d.max_prompt_length if d.filter_overlong_prompts else None,
+    }
+
+
+def prepare_key(cfg: RunConfig, manifest_hash: str) -> str:
+    return "prepare-" + digest(manifest_hash, prepare_identity(cfg), code_version(*PREPARE_CODE))
+
+
+# ---------------------------------------------------------------------------- train
+
+
+def training_config(cfg: RunConfig) -> dict[str, Any]:
+    """The configuration a trained model depends on (not tracking, evaluation or placement)."""
+    return {
+        "mode": cfg.mode,
+        "engine": cfg.resolved_engine,
+        "model": cfg.model.model_dump(mode="json"),
+        "grpo": cfg.grpo.model_dump(mode="json"),
+        "max_prompt_length": cfg.data.max_prompt_length,
+        "max_response_length": cfg.data.max_response_length,
+        "seed": cfg.data.seed,
+        "nodes": cfg.cluster.nodes,
+        "gpus_per_node": cfg.cluster.gpus_per_node,
+    }
+
+
+def prepared_data_hash(report: dict[str, Any]) -> str:
+    """Content identity of the prepared files: the sha256 of each split from the data report."""
+    splits = report.get("splits") or {}
+    return digest({name: (s or {}).get("sha256") for name, s in sorted(splits.items())})
+
+
+def train_key(cfg: RunConfig, report: dict[str, Any]) -> str:
+    return "train-" + digest(
+        prepared_data_hash(report), training_config(cfg), code_version(*TRAIN_CODE)
+    )
+
+
+def evaluate_key(cfg: RunConfig, model_dir: str, report: dict[str, Any]) -> str:
+    """A model measured on the same data with the same settings gives the same numbers."""
+    return "evaluate-" + digest(
+        model_dir,
+        cfg.mode,
+        prepared_data_hash(report),
+        cfg.evaluation.model_dump(mode="json"),
+        code_version(*EVALUATE_CODE),
+    )
+
+
+# ---------------------------------------------------------------------------- validity
+
+
+def usable(result: Any) -> bool:
+    """Whether a cached result's files are still there (else the cache entry must be a miss)."""
+    paths: list[str | None]
+    if hasattr(result, "model_dir"):  # TrainedModel
+        paths = [result.model_dir]
+    elif hasattr(result, "model"):  # a wrapper around a TrainedModel
+        return usable(result.model)
+    elif hasattr(result, "train_file"):  # PreparedData
+        paths = [result.train_file, result.val_file, result.report_file]
+    elif hasattr(result, "files") and hasattr(result, "paths"):  # Manifest
+        paths = [str(p) for p in result.paths]
+    else:
+        return True
+    return all(Path(p).exists() for p in paths if p)
+
+
+__all__ = [
+    "cache_dirs",
+    "code_version",
+    "digest",
+    "download_key",
+    "evaluate_key",
+    "prepare_identity",
+    "prepare_key",
+    "prepared_data_hash",
+    "source_fingerprint",
+    "train_key",
+    "training_config",
+    "usable",
+]

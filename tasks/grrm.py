@@ -1,0 +1,86 @@
+"""GRRM tasks: prepare SFT + RL data (optionally the RL train split in shards on Ray), and the
+LLaMA-Factory SFT cold start as a job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from judgeflow import stages
+from judgeflow.config import RunConfig
+from judgeflow.data import GrrmPrepareResult
+from judgeflow.data import shards as grrm_shards
+from judgeflow.storage import Manifest
+from judgeflow.tracking import Tracker
+from tasks.jobs import run_job
+from tasks.policies import BACKOFF, JITTER, retry_transient
+
+
+@task(name="prepare-grrm", retries=1, retry_delay_seconds=5)
+def prepare_grrm(
+    cfg: RunConfig, manifest: Manifest, run_id: str, rl_train: GrrmPrepareResult | None = None
+) -> stages.GrrmData:
+    """SFT, RL train and RL test parquet; `rl_train` when the sharded flow already wrote it."""
+    data = stages.prepare_grrm_stage(cfg, manifest, rl_train)
+    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
+    rows = []
+    for report_file in data.report_files:
+        tracker.log_artifact(report_file, "data")
+    for name, report in _reports(data).items():
+        counts = report["counts"]
+        tracker.log_metrics({f"data/{name}_rows_written": counts["rows_written"],
+                             f"data/{name}_rows_dropped": counts["rows_dropped"]})  # fmt: skip
+        rows.append({"file": name, **counts})
+    create_table_artifact(key="data-report", table=rows, description=f"GRRM data for {cfg.recipe}")
+    return data
+
+
+# The shard tasks pass paths to intermediate files that the merge deletes: never cached.
+@task(name="plan-grrm-shards", cache_policy=NO_CACHE)
+def plan_grrm_shards(
+    input: str, output: str, shards: int, options: dict[str, Any]
+) -> grrm_shards.GrrmShardPlan:
+    return grrm_shards.plan_grrm_rl_shards(input, output, shards, **options)
+
+
+@task(
+    name="prepare-grrm-rl-shard",
+    task_run_name="prepare-grrm-rl-shard[{shard.index}]",
+    cache_policy=NO_CACHE,
+    retries=2,
+    retry_delay_seconds=BACKOFF,
+    retry_jitter_factor=JITTER,
+    retry_condition_fn=retry_transient,
+)
+def prepare_grrm_rl_shard(shard: grrm_shards.GrrmShard) -> grrm_shards.GrrmShardResult:
+    return grrm_shards.prepare_grrm_rl_shard(shard)
+
+
+@task(name="merge-grrm-shards", cache_policy=NO_CACHE)
+def merge_grrm_shards(
+    plan: grrm_shards.GrrmShardPlan, results: list[grrm_shards.GrrmShardResult]
+) -> GrrmPrepareResult:
+    return grrm_shards.merge_grrm_rl_shards(plan, results)
+
+
+@task(name="sft", task_run_name="sft[{cfg.recipe}@{cfg.cluster.backend}]")
+def sft(cfg: RunConfig, data: stages.GrrmData, run_id: str) -> str:
+    """LLaMA-Factory SFT of model.path; returns the fine-tuned model directory."""
+    job_id, result = run_job(cfg, stages.sft_stage_spec(cfg, data.sft_file, run_id))
+    Tracker.attach(run_id, cfg.tracking.tracking_uri).set_tags(
+        {"judgeflow.sft.job_id": job_id, "judgeflow.sft.model_dir": result["model_dir"]}
+    )
+    return str(result["model_dir"])
+
+
+def _reports(data: stages.GrrmData) -> dict[str, dict]:
+    import json
+    from pathlib import Path
+
+    names = ("sft", "rl_train", "rl_test")
+    return {
+        n: json.loads(Path(f).read_text()) for n, f in zip(names, data.report_files, strict=True)
+    }

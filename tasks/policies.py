@@ -1,0 +1,169 @@
+"""Retry and cache policies shared by the tasks.
+
+Retries: transient failures (network, HTTP 5xx from MLflow / Prefect / a data server, Slurm
+submission, a job killed from outside) are retried with backoff; deterministic ones (bad data,
+bad config, a source that does not exist, a job that failed by itself) fail at once.
+
+Caching: `cached(task)` turns on Prefect's result persistence for a stage with a content-derived
+key from `judgeflow.caching`, results and keys in two directories every worker can read
+(`judgeflow.caching.cache_dirs`). A cached result whose files are gone is evicted, so the stage
+runs again instead of handing out a dangling path.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prefect.cache_policies import CachePolicy
+from prefect.context import TaskRunContext
+from prefect.filesystems import LocalFileSystem
+from prefect.logging import get_logger
+from prefect.results import ResultStore
+
+from judgeflow import caching
+from judgeflow.cluster import StageFailed
+from judgeflow.config import ConfigError, RunConfig
+from judgeflow.data import DataError
+
+logger = get_logger("judgeflow.cache")
+
+# Delays (seconds) between attempts: short enough for a hiccup, long enough for a restart.
+BACKOFF = [2.0, 10.0, 30.0]
+JITTER = 0.3
+
+
+# ---------------------------------------------------------------------------- retries
+
+
+def _http_status(exc: BaseException) -> int | None:
+    """The HTTP status an exception carries (aiohttp, httpx, requests, MLflow), if any."""
+    for attr in ("status", "status_code"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int) and 100 <= value < 600:
+            return value
+    response = getattr(exc, "response", None)
+    value = getattr(response, "status_code", None)
+    if isinstance(value, int):
+        return value
+    get_status = getattr(exc, "get_http_status_code", None)  # MlflowException
+    if callable(get_status):
+        try:
+            status = get_status()
+        except Exception:
+            return None
+        return status if isinstance(status, int) else None
+    return None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Would the same call succeed if tried again later? Follows `raise … from` causes."""
+    if isinstance(exc, StageFailed):
+        return exc.retryable
+    if isinstance(exc, DataError | ConfigError):
+        return False
+    status = _http_status(exc)
+    if status is not None:
+        return status >= 500 or status == 429
+    if isinstance(
+        exc, FileNotFoundError | PermissionError | IsADirectoryError | NotADirectoryError
+    ):
+        return False
+    if isinstance(exc, ConnectionError | TimeoutError | OSError | subprocess.CalledProcessError):
+        return True  # network, filesystem hiccups, sbatch refusing a submission
+    name = type(exc).__name__
+    if name in {"FailedSubmissionError", "TransportError", "ConnectError", "ReadTimeout"}:
+        return True  # submitit submission, httpx (Prefect API) transport errors
+    cause = exc.__cause__
+    if cause is not None and cause is not exc:
+        return is_transient(cause)  # e.g. SourceError("cannot list …") from a 503
+    return False
+
+
+def retry_transient(task: Any, task_run: Any, state: Any) -> bool:
+    """Prefect `retry_condition_fn`: retry only what `is_transient` calls transient."""
+    try:
+        state.result()
+    except Exception as exc:
+        retry = is_transient(exc)
+        logger.info("%s: %s (%s)", type(exc).__name__, "retrying" if retry else "not retried", exc)
+        return retry
+    return False
+
+
+# ---------------------------------------------------------------------------- caching
+
+
+@dataclass
+class StageCache(CachePolicy):
+    """Cache key of a pipeline stage (download, prepare, evaluate, train) from `judgeflow.caching`."""
+
+    stage: str = ""
+
+    def compute_key(
+        self,
+        task_ctx: TaskRunContext,
+        inputs: dict[str, Any],
+        flow_parameters: dict[str, Any],
+        **kwargs: Any,
+    ) -> str | None:
+        cfg: RunConfig = inputs["cfg"]
+        if self.stage == "download":
+            key = caching.download_key(cfg)
+        elif self.stage == "prepare":
+            key = caching.prepare_key(cfg, inputs["manifest"].content_hash)
+        elif self.stage == "evaluate":
+            key = caching.evaluate_key(cfg, inputs["model_dir"], inputs["data"].report)
+        elif self.stage == "train":
+            key = caching.train_key(cfg, inputs["data"].report)
+        else:
+            raise ValueError(f"no cache key for stage {self.stage!r}")
+        self._evict_if_unusable(key)
+        return key
+
+    def _evict_if_unusable(self, key: str) -> None:
+        dirs = caching.cache_dirs()
+        record_path = dirs["keys"] / key
+        if not record_path.exists():
+            return
+        try:
+            result = _store(dirs).read(key).result
+        except Exception as exc:  # unreadable record (code moved on): run again
+            logger.info("cache %s: unreadable (%s); running %s again", key, exc, self.stage)
+            record_path.unlink(missing_ok=True)
+            return
+        if not caching.usable(result):
+            logger.info("cache %s: its files are gone; running %s again", key, self.stage)
+            record_path.unlink(missing_ok=True)
+
+
+def _store(dirs: dict[str, Path]) -> ResultStore:
+    return ResultStore(
+        result_storage=LocalFileSystem(basepath=str(dirs["results"])),
+        metadata_storage=LocalFileSystem(basepath=str(dirs["keys"])),
+    )
+
+
+def cached(task: Any, *, retries: int | None = None, retry_delay_s: float | None = None) -> Any:
+    """`task` with its stage cache on: persisted results, keys in shared storage (at run time).
+
+    Storage is resolved when the flow runs, so `$JUDGEFLOW_HOME` of the worker decides it.
+    """
+    dirs = caching.cache_dirs()
+    for path in dirs.values():
+        path.mkdir(parents=True, exist_ok=True)
+    options: dict[str, Any] = {
+        "cache_policy": StageCache(stage=task.name).configure(key_storage=dirs["keys"]),
+        "result_storage": dirs["results"],
+        "persist_result": True,
+    }
+    if retries is not None:
+        options["retries"] = retries
+    if retry_delay_s is not None:
+        options["retry_delay_seconds"] = retry_delay_s
+    return task.with_options(**options)
+
+
+__all__ = ["BACKOFF", "JITTER", "StageCache", "cached", "is_transient", "retry_transient"]
