@@ -122,6 +122,85 @@ def prepare_judge_cmd(
     )
 
 
+@prepare_app.command("grrm-sft")
+def prepare_grrm_sft_cmd(
+    input: Annotated[
+        Path, typer.Option("--input", "-i", help="TowerBlocks-MT-Ranking-style parquet/jsonl.")
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="sharegpt `messages` parquet to write.")
+    ],
+    mt_key: Annotated[
+        str, typer.Option(help="Column with the candidate translations.")
+    ] = "mt_texts",
+    score_key: Annotated[str, typer.Option(help="Column with the integer scores.")] = "scores",
+    analysis_key: Annotated[str, typer.Option(help="Column with the analysis text.")] = "analysis",
+    skip_invalid: Annotated[
+        bool, typer.Option(help="Drop invalid rows (reported) instead of failing.")
+    ] = False,
+) -> None:
+    """GRRM SFT data: the group-ranking prompt and the analysis/ranking/scores target."""
+    from judgeflow.data import prepare_grrm_sft
+
+    try:
+        result = prepare_grrm_sft(
+            str(input), str(output), mt_key=mt_key, score_key=score_key,
+            analysis_key=analysis_key, skip_invalid=skip_invalid,
+        )  # fmt: skip
+    except _user_errors() as exc:
+        raise _fail(exc) from None
+    _print_grrm_result(result)
+
+
+@prepare_app.command("grrm-rl")
+def prepare_grrm_rl_cmd(
+    input: Annotated[
+        Path, typer.Option("--input", "-i", help="TowerBlocks-MT-Ranking-style parquet/jsonl.")
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="verl RL parquet to write.")],
+    subgroup_augment: Annotated[
+        int, typer.Option(min=0, help="Subgroups sampled per group of n > 2.")
+    ] = 0,
+    shuffle_augment: Annotated[
+        int, typer.Option(min=0, help="Extra candidate orders per (sub)group.")
+    ] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the augmentation.")] = 0,
+    mt_key: Annotated[
+        str, typer.Option(help="Column with the candidate translations.")
+    ] = "mt_texts",
+    score_key: Annotated[str, typer.Option(help="Column with the integer scores.")] = "scores",
+    analysis_key: Annotated[
+        str, typer.Option(help="Accepted for symmetry with grrm-sft; unused.")
+    ] = "analysis",
+    skip_invalid: Annotated[
+        bool, typer.Option(help="Drop invalid rows (reported) instead of failing.")
+    ] = False,
+) -> None:
+    """GRRM RL rows (ground truth `{label: score}`) with subgroup and shuffle augmentation."""
+    from judgeflow.data import prepare_grrm_rl
+
+    try:
+        result = prepare_grrm_rl(
+            str(input), str(output), subgroup_augment=subgroup_augment,
+            shuffle_augment=shuffle_augment, seed=seed, mt_key=mt_key, score_key=score_key,
+            skip_invalid=skip_invalid,
+        )  # fmt: skip
+    except _user_errors() as exc:
+        raise _fail(exc) from None
+    _print_grrm_result(result)
+
+
+def _print_grrm_result(result: object) -> None:
+    report = result.report  # type: ignore[attr-defined]
+    console.print(f"[green]wrote[/] {result.output_path}")  # type: ignore[attr-defined]
+    console.print(f"[green]report[/] {result.report_path}")  # type: ignore[attr-defined]
+    dropped = {k: v for k, v in report["dropped"]["by_reason"].items() if v}
+    console.print(
+        f"rows read {report['counts']['rows_read']}, written {report['counts']['rows_written']}, "
+        f"dropped {dropped or 'none'}"
+    )
+
+
 @dev_app.command("tiny-model")
 def tiny_model_cmd(
     out_dir: Annotated[Path, typer.Argument(help="Directory to write the tokenizer and model to.")],
@@ -175,8 +254,21 @@ def config_cmd(recipe: str, profile: ProfileOption = None, set_: SetOption = Non
     print(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), end="")
 
 
+class GrrmStage(StrEnum):
+    sft = "sft"
+    rlvr = "rlvr"
+    full = "full"
+
+
 @app.command("run")
-def run_cmd(recipe: str, profile: ProfileOption = None, set_: SetOption = None) -> None:
+def run_cmd(
+    recipe: str,
+    profile: ProfileOption = None,
+    set_: SetOption = None,
+    stage: Annotated[
+        GrrmStage, typer.Option(help="GRRM recipes: which part to run.")
+    ] = GrrmStage.full,
+) -> None:
     """Run a recipe's pipeline as a Prefect flow (local API unless PREFECT_API_URL is set)."""
     from judgeflow.config import judgeflow_home
 
@@ -189,12 +281,17 @@ def run_cmd(recipe: str, profile: ProfileOption = None, set_: SetOption = None) 
     # start` with the same PREFECT_HOME shows this run afterwards.
     os.environ.setdefault("PREFECT_HOME", str(home / "prefect"))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    if cfg.mode == "grrm":
-        raise _fail(ConfigError(f"{recipe}: GRRM recipes run with the grrm flow"))
-    from flows.judge_grpo import judge_grpo
-
     try:
-        summary = judge_grpo(recipe=recipe, mode=cfg.mode, profile=profile, overrides=set_ or [])
+        if cfg.mode == "grrm":
+            from flows.grrm import grrm
+
+            summary = grrm(recipe=recipe, stage=stage.value, profile=profile, overrides=set_ or [])
+        else:
+            from flows.judge_grpo import judge_grpo
+
+            summary = judge_grpo(
+                recipe=recipe, mode=cfg.mode, profile=profile, overrides=set_ or []
+            )
     except _user_errors() as exc:
         raise _fail(exc) from None
     _print_summary(summary, home)

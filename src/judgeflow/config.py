@@ -37,6 +37,19 @@ class ModelConfig(_Section):
     path: str = Field("Qwen/Qwen3-8B", description="HF model id or local directory of the policy")
 
 
+class GrrmDataConfig(_Section):
+    """TowerBlocks-MT-Ranking-style columns and the RL augmentation of the GRRM recipe."""
+
+    src_key: str = "src_text"
+    src_lang_key: str = "src_lang"
+    trg_lang_key: str = "trg_lang"
+    mt_key: str = "mt_texts"
+    score_key: str = "scores"
+    analysis_key: str = "analysis"
+    subgroup_augment: int = Field(4, ge=0, description="subgroups sampled per group of n > 2")
+    shuffle_augment: int = Field(4, ge=0, description="extra candidate orders per (sub)group")
+
+
 class DataConfig(_Section):
     source: str = Field(..., description="file://, hf://, s3://, sample:// URI or a local path")
     revision: str | None = Field(None, description="dataset revision (hf:// commit or tag)")
@@ -51,6 +64,31 @@ class DataConfig(_Section):
     skip_invalid: bool = False
     chosen_label: int = Field(4, ge=0, le=4, description="pointwise label of a RewardBench2 chosen")
     rejected_label: int = Field(0, ge=0, le=4, description="pointwise label of a rejected")
+    grrm: GrrmDataConfig = Field(default_factory=GrrmDataConfig)
+    shards: int = Field(1, ge=1, description="fan preparation out over this many Ray tasks")
+    ray_address: str | None = Field(
+        None, description="Ray cluster for sharded preparation; local if unset"
+    )
+
+
+class SftConfig(_Section):
+    """LLaMA-Factory supervised fine-tuning (the GRRM cold start); the base model is model.path."""
+
+    template: str = "chatml"
+    cutoff_len: int = Field(12000, gt=0)
+    per_device_train_batch_size: int = Field(4, gt=0)
+    gradient_accumulation_steps: int = Field(1, gt=0)
+    learning_rate: float = Field(6e-6, gt=0)
+    num_train_epochs: float = Field(3.0, gt=0)
+    lr_scheduler_type: str = "cosine"
+    warmup_ratio: float = Field(0.1, ge=0, lt=1)
+    bf16: bool | None = Field(None, description="None: on exactly when a GPU is present")
+    deepspeed: str | None = Field("zero3", description="zero3, a JSON path, or null (CPU)")
+    finetuning_type: Literal["full", "lora", "freeze"] = "full"
+    max_steps: int | None = Field(None, gt=0)
+    save_steps: int = Field(500000, gt=0)
+    preprocessing_num_workers: int | None = 16
+    dataloader_num_workers: int = Field(4, ge=0)
 
 
 class GrpoConfig(_Section):
@@ -151,6 +189,10 @@ class ClusterConfig(_Section):
     constraint: str | None = None
     extra_sbatch: list[str] = Field(default_factory=list, description="extra #SBATCH lines")
     setup: list[str] = Field(default_factory=list, description="shell lines run before a stage")
+    python: str | None = Field(
+        None,
+        description="interpreter command on the nodes, e.g. `apptainer exec --nv img.sif python`",
+    )
     env: dict[str, str] = Field(default_factory=dict)
     shared_dir: str = Field(
         "${JUDGEFLOW_HOME}/jobs",
@@ -174,8 +216,20 @@ class EvaluationConfig(_Section):
     enabled: bool = True
     max_new_tokens: int = Field(2048, gt=0)
     temperature: float = Field(0.0, ge=0)
+    top_p: float = Field(1.0, gt=0, le=1)
     limit: int | None = Field(None, gt=0, description="evaluate at most this many rows")
     batch_size: int = Field(8, gt=0)
+    samples: int = Field(
+        1, gt=0, description="completions per item, averaged; >1 needs temperature"
+    )
+
+    @model_validator(mode="after")
+    def _sampling(self) -> EvaluationConfig:
+        if self.samples > 1 and self.temperature == 0:
+            raise ValueError(
+                "evaluation.samples > 1 needs evaluation.temperature > 0 (greedy repeats)"
+            )
+        return self
 
 
 class TrackingConfig(_Section):
@@ -203,6 +257,7 @@ class RunConfig(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     data: DataConfig
     grpo: GrpoConfig = Field(default_factory=GrpoConfig)
+    sft: SftConfig = Field(default_factory=SftConfig)
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
@@ -251,9 +306,12 @@ def load_config(
     overrides: Iterable[str] = (),
 ) -> RunConfig:
     """Preset (name or YAML path) + optional profile + `key=value` overrides -> validated config."""
-    raw = _read_yaml(_recipe_path(recipe))
+    raw = _read_recipe(_recipe_path(recipe))
+    own_profiles = raw.pop("profiles", None) or {}
     if profile:
+        # the shared profile first, then what this recipe says for it (`profiles: {tiny: …}`)
         raw = _deep_merge(raw, _read_yaml(_profile_path(profile)))
+        raw = _deep_merge(raw, own_profiles.get(profile) or {})
     for item in overrides:
         key, value = parse_override(item)
         raw = set_dotted(raw, key, value)
@@ -344,6 +402,18 @@ def _recipe_path(recipe: str | Path) -> Path:
     if not candidate.is_file():
         raise ConfigError(f"unknown recipe {str(recipe)!r}; available: {', '.join(list_recipes())}")
     return candidate
+
+
+def _read_recipe(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """A recipe may start from another (`base: grrm-rlvr`) and override some of its keys."""
+    raw = _read_yaml(path)
+    base = raw.pop("base", None)
+    if base is None:
+        return raw
+    base_path = _recipe_path(str(base))
+    if base_path in seen or base_path == path:
+        raise ConfigError(f"{path}: recipe base chain loops through {base_path.name}")
+    return _deep_merge(_read_recipe(base_path, (*seen, path)), raw)
 
 
 def _profile_path(profile: str) -> Path:

@@ -40,11 +40,20 @@ def evaluate_judge(
     max_new_tokens: int,
     limit: int | None = None,
     batch_size: int = 8,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    samples: int = 1,
     generator: Generator | None = None,
 ) -> JudgeEvaluation:
-    """Greedy verdicts of the model at `model_dir` on the first `limit` rows of `eval_file`."""
+    """Verdicts of the model at `model_dir` on the first `limit` rows of `eval_file`.
+
+    Greedy by default; with `samples` > 1 each row is judged that many times (seeds 0..n-1) and
+    the metrics average over rows and samples alike, as the GRRM reference reports accuracy.
+    """
     import pyarrow.parquet as pq
 
+    if samples > 1 and temperature == 0:
+        raise ValueError("samples > 1 needs temperature > 0: greedy decoding repeats itself")
     rows = pq.read_table(str(eval_file)).to_pylist()
     if limit is not None:
         rows = rows[:limit]
@@ -52,9 +61,19 @@ def evaluate_judge(
         from judgeflow.engines.generate import HFGenerator
 
         generator = HFGenerator(model_dir, batch_size=batch_size)
-    completions = generator.generate([row["prompt"] for row in rows], max_new_tokens=max_new_tokens)
-    judged = judge_rows(mode, rows, completions)
-    return JudgeEvaluation(metrics=_metrics(mode, judged), predictions=judged)
+    judged: list[dict[str, Any]] = []
+    for sample in range(samples):
+        completions = generator.generate(
+            [row["prompt"] for row in rows],
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=sample,
+        )
+        judged += [{**j, "sample": sample} for j in judge_rows(mode, rows, completions)]
+    metrics = _metrics(mode, judged)
+    metrics["eval/samples"] = float(samples)
+    return JudgeEvaluation(metrics=metrics, predictions=judged)
 
 
 def score_judgements(

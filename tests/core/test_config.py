@@ -152,3 +152,40 @@ def test_engine_auto_follows_backend() -> None:
         ).resolved_engine
         == "trl"
     )
+
+
+def test_recipe_base_and_own_profile_section(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path))
+    full = load_config("grrm-full")
+    rlvr = load_config("grrm-rlvr")
+    # grrm-full starts from grrm-rlvr: the RLVR preset is shared, not copied
+    assert full.grpo == rlvr.grpo and full.cluster == rlvr.cluster
+    assert (full.recipe, full.model.path, full.sft.deepspeed) == (
+        "grrm-full",
+        "Qwen/Qwen2.5-7B",
+        "zero3",
+    )
+    # --profile tiny = profiles/tiny.yaml, then the recipe's own `profiles: {tiny: …}`
+    tiny = load_config("grrm-full", profile="tiny")
+    assert tiny.data.source == "sample://grrm" and tiny.engine == "trl"
+    assert tiny.sft.deepspeed is None and tiny.cluster.backend == "local"
+    assert tiny.model.path == str(tmp_path / "tiny-model")
+
+
+def test_recipe_base_loop_is_an_error(tmp_path) -> None:
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(f"base: {b}\nrecipe: a\n")
+    b.write_text(f"base: {a}\nrecipe: b\n")
+    with pytest.raises(ConfigError, match="base chain loops"):
+        load_config(a)
+
+
+def test_sampled_evaluation_needs_a_temperature() -> None:
+    with pytest.raises(
+        ConfigError, match="evaluation.samples > 1 needs evaluation.temperature > 0"
+    ):
+        load_config("grpo-pointwise", overrides=["evaluation.samples=4"])
+    cfg = load_config(
+        "grpo-pointwise", overrides=["evaluation.samples=4", "evaluation.temperature=0.7"]
+    )
+    assert cfg.evaluation.samples == 4

@@ -50,6 +50,15 @@ from judgeflow.data.readers import (
     iter_records,
     read_examples,
 )
+from judgeflow.data.shards import (
+    GrrmShard,
+    GrrmShardPlan,
+    GrrmShardResult,
+    merge_grrm_rl_shards,
+    plan_grrm_rl_shards,
+    prepare_grrm_rl_shard,
+    prepare_grrm_rl_sharded,
+)
 from judgeflow.data.templates import (
     PAIRWISE_TEMPLATE,
     POINTWISE_TEMPLATE,
@@ -68,6 +77,9 @@ __all__ = [
     "DroppedRow",
     "Example",
     "GrrmPrepareResult",
+    "GrrmShard",
+    "GrrmShardPlan",
+    "GrrmShardResult",
     "InputFormat",
     "Mode",
     "Origin",
@@ -85,8 +97,12 @@ __all__ = [
     "ground_truth_json",
     "grrm_sft_example",
     "iter_records",
+    "merge_grrm_rl_shards",
     "output_paths",
+    "plan_grrm_rl_shards",
     "prepare_grrm_rl",
+    "prepare_grrm_rl_shard",
+    "prepare_grrm_rl_sharded",
     "prepare_grrm_sft",
     "prepare_judge",
     "prompt_lengths",

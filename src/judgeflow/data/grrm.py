@@ -9,6 +9,9 @@ JSONL line by line), each batch is validated and rendered with plain Python over
 lists, built into Arrow arrays column by column and appended to a `ParquetWriter` that writes to
 a temporary file published atomically at the end. Memory is bounded by the batch size, not by
 the input size. The report (`<stem>.report.json`) is published after the data file.
+A large RL input can also be prepared in batch-aligned shards by several workers and merged into
+the same bytes (`judgeflow.data.shards`); both paths read, render and write with the functions
+below (`_prepared_tables`, `_write_tables`, `_publish_report`).
 
 Decisions (see DESIGN "GRRM"): scores must be integers; an integral float (`7.0`, e.g. a
 parquet `double` column) is accepted as that integer, anything else (`7.5`, NaN, bool, str) is
@@ -30,7 +33,7 @@ import os
 import random
 import string
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import IO, Any, Literal, NamedTuple
@@ -249,10 +252,33 @@ def _detect_format(path: str, input_format: InputFormat) -> Literal["parquet", "
     raise DataError(f"{path}: cannot tell the format from the name; pass input_format")
 
 
+@dataclass(frozen=True)
+class _Span:
+    """A row range of the input that starts on a batch boundary, so that its batches are the
+    ones a whole-file run reads (and its output row groups the ones that run writes).
+
+    Rows are parquet row numbers or 0-based JSONL line numbers (blank lines included): `start`
+    is the first, `stop` is one past the last (None: to the end of the file). For JSONL,
+    `offset` is the byte offset of line `start`, so a shard seeks instead of re-reading the file.
+    """
+
+    start: int = 0
+    stop: int | None = None
+    offset: int = 0
+
+
+_WHOLE_FILE = _Span()
+
+
 def _parquet_batches(
-    path: str, columns: list[str], batch_size: int
+    path: str, columns: list[str], batch_size: int, span: _Span = _WHOLE_FILE
 ) -> Iterator[tuple[range, pa.RecordBatch]]:
-    """(row numbers, record batch) per batch; only the needed columns are read."""
+    """(row numbers, record batch) per batch of `span`; only the needed columns are read.
+
+    Only the row groups that overlap `span` are read. Batches are `batch_size` rows counted
+    from `span.start` (the reader's batches may straddle row groups, so a span that starts
+    inside a row group is re-cut rather than read with the reader's own boundaries).
+    """
     with open_binary(path) as handle:
         parquet = pq.ParquetFile(handle)
         names = parquet.schema_arrow.names
@@ -262,24 +288,72 @@ def _parquet_batches(
                 f"{path}: missing column(s) {missing} (columns: {names}); "
                 "set the *_key arguments to this file's column names"
             )
-        start = 0
-        for batch in parquet.iter_batches(batch_size=batch_size, columns=columns):
+        meta = parquet.metadata
+        stop = meta.num_rows if span.stop is None else min(span.stop, meta.num_rows)
+        groups: list[int] = []
+        first_row = group_start = 0
+        for group in range(meta.num_row_groups):
+            group_rows = meta.row_group(group).num_rows
+            if group_start + group_rows > span.start and group_start < stop:
+                if not groups:
+                    first_row = group_start
+                groups.append(group)
+            group_start += group_rows
+        if not groups or stop <= span.start:
+            return
+        batches = parquet.iter_batches(batch_size=batch_size, columns=columns, row_groups=groups)
+        start = span.start
+        for batch in _recut(batches, span.start - first_row, stop - span.start, batch_size):
             yield range(start, start + batch.num_rows), batch
             start += batch.num_rows
 
 
+def _recut(
+    batches: Iterable[pa.RecordBatch], skip: int, count: int, batch_size: int
+) -> Iterator[pa.RecordBatch]:
+    """`count` rows after the first `skip`, in batches of exactly `batch_size` (the last may be
+    shorter). Batches that already have the right size pass through untouched."""
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    for batch in batches:
+        if skip >= batch.num_rows:
+            skip -= batch.num_rows
+            continue
+        piece = batch.slice(skip, min(batch.num_rows - skip, count))
+        skip = 0
+        count -= piece.num_rows
+        while piece.num_rows:
+            take = min(batch_size - held, piece.num_rows)
+            pending.append(piece.slice(0, take))
+            held += take
+            piece = piece.slice(take)
+            if held == batch_size:
+                yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
+                pending, held = [], 0
+        if count <= 0:
+            break
+    if pending:
+        yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
+
+
 def _jsonl_batches(
-    path: str, columns: list[str], batch_size: int
+    path: str, columns: list[str], batch_size: int, span: _Span = _WHOLE_FILE
 ) -> Iterator[tuple[list[int], list[Any]]]:
     """(line numbers, records) per batch of non-blank lines; rows are 0-based line numbers.
 
     A line that is not valid JSON is passed on as a `_BadLine` for the validator to report.
+    Lines are split as Python's text mode splits them (universal newlines); `_jsonl_batch_starts`
+    uses the same rule, so spans it finds line up with this reader.
     """
     with open_binary(path) as raw:
+        if span.offset:
+            raw.seek(span.offset)
         text: IO[str] = io.TextIOWrapper(raw, encoding="utf-8")
         rows: list[int] = []
         records: list[Any] = []
-        for line_no, line in enumerate(text):
+        for line_no, line in enumerate(text, start=span.start):
+            if span.stop is not None and line_no >= span.stop:
+                break
             if not line.strip():
                 continue
             try:
@@ -293,6 +367,27 @@ def _jsonl_batches(
                 rows, records = [], []
         if rows:
             yield rows, records
+
+
+def _jsonl_batch_starts(path: str, batch_size: int) -> tuple[list[_Span], int]:
+    """Where each batch of a JSONL file starts, and the number of non-blank lines.
+
+    Each span's `start`/`offset` are the line number and byte offset of the batch's first
+    non-blank line (its `stop` is left open). One streaming pass that splits lines like
+    `_jsonl_batches` (`newline=""` keeps the line endings, so byte lengths add up) and parses
+    no JSON.
+    """
+    starts: list[_Span] = []
+    records = offset = 0
+    with open_binary(path) as raw:
+        text = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+        for line_no, line in enumerate(text):
+            if line.strip():
+                if records % batch_size == 0:
+                    starts.append(_Span(start=line_no, offset=offset))
+                records += 1
+            offset += len(line.encode("utf-8"))
+    return starts, records
 
 
 class _BadLine(str):
@@ -851,6 +946,46 @@ class _Stats:
         for item in pairs.to_pylist():
             self.pairs[item["values"]] += item["counts"]
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able partial stats (a shard's report), read back by `from_dict`."""
+        return {
+            "rows_read": self.rows_read,
+            "rows_used": self.rows_used,
+            "rows_written": self.rows_written,
+            "problems": self.problems,
+            "issues": [issue.to_dict() for issue in self.issues],
+            "listed": self.listed,
+            "by_reason": dict(self.by_reason),
+            "candidates": {str(n): count for n, count in self.candidates.items()},
+            "pairs": dict(self.pairs),
+            "kinds": dict(self.kinds),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> _Stats:
+        stats = cls(data["rows_read"], data["rows_used"], data["rows_written"], data["problems"])
+        stats.issues = [RowIssue(**issue) for issue in data["issues"]]
+        stats.listed = list(data["listed"])
+        stats.by_reason = Counter(data["by_reason"])
+        stats.candidates = Counter({int(n): count for n, count in data["candidates"].items()})
+        stats.pairs = Counter(data["pairs"])
+        stats.kinds = Counter(data["kinds"])
+        return stats
+
+    def extend(self, later: _Stats) -> None:
+        """Add the stats of the rows that follow these (the next shard): counts add up and
+        the listed problems stay the first ones of the file, as a single pass lists them."""
+        self.rows_read += later.rows_read
+        self.rows_used += later.rows_used
+        self.rows_written += later.rows_written
+        self.problems += later.problems
+        self.issues = (self.issues + later.issues)[:MAX_LISTED_ISSUES]
+        self.listed = (self.listed + later.listed)[:MAX_LISTED_DROPS]
+        self.by_reason.update(later.by_reason)
+        self.candidates.update(later.candidates)
+        self.pairs.update(later.pairs)
+        self.kinds.update(later.kinds)
+
     def drop(self, file: str, row: int, problem: _Problem) -> None:
         self.problems += 1
         self.by_reason[problem.reason] += 1
@@ -893,62 +1028,116 @@ def _check_params(
             raise DataError(f"score_range must be (low, high) integers, got {score_range!r}")
 
 
-def _run(
-    kind: Kind,
-    input: PathLike,
-    output: PathLike,
-    cols: _Columns,
-    *,
-    render: Callable[[_Clean, int, Counter[str]], pa.Table],
-    schema: pa.Schema,
-    skip_invalid: bool,
-    score_range: tuple[int, int] | None,
-    input_format: InputFormat,
-    batch_size: int,
-    parameters: dict[str, Any],
-) -> GrrmPrepareResult:
-    """Stream `input` through validation and rendering into `output`, then write the report."""
+@dataclass(frozen=True)
+class _Preparation:
+    """One kind of GRRM preparation with its parameters applied: what to read, how to render."""
+
+    kind: Kind
+    cols: _Columns
+    render: Callable[[_Clean, int, Counter[str]], pa.Table]
+    schema: pa.Schema
+    skip_invalid: bool
+    score_range: tuple[int, int] | None
+    input_format: InputFormat
+    batch_size: int
+    parameters: dict[str, Any]  # as the report records them
+
+
+def _source(input: PathLike, input_format: InputFormat) -> tuple[str, Literal["parquet", "jsonl"]]:
+    """The input as a string and its format; a missing file fails here, before any work."""
     source = os.fspath(input)
-    out_path, _, report_path = output_paths(output)
     if not exists(source):
         raise DataFileNotFoundError(source)
-    fmt = _detect_format(source, input_format)
-    stats = _Stats()
+    return source, _detect_format(source, input_format)
+
+
+def _prepared_tables(
+    source: str,
+    fmt: Literal["parquet", "jsonl"],
+    prep: _Preparation,
+    stats: _Stats,
+    span: _Span = _WHOLE_FILE,
+) -> Iterator[pa.Table]:
+    """Validate and render `span` of the input: one table per batch that has valid groups.
+
+    Output row numbers (`first` of the renderer) count from 0 at the start of the span. Without
+    `skip_invalid`, rendering stops at the first problem (the run fails) but reading goes on,
+    so that every invalid row is counted.
+    """
 
     def on_problem(row: int, problem: _Problem) -> None:
         stats.drop(source, row, problem)
 
+    cols, score_range = prep.cols, prep.score_range
     batches: Iterator[tuple[Sequence[int], Any]] = (
-        _parquet_batches(source, cols.required(), batch_size)
+        _parquet_batches(source, cols.required(), prep.batch_size, span)
         if fmt == "parquet"
-        else _jsonl_batches(source, cols.required(), batch_size)
+        else _jsonl_batches(source, cols.required(), prep.batch_size, span)
     )
-    with atomic_writer(out_path) as handle:
+    for rows, chunk in batches:
+        if fmt == "parquet":
+            clean = _clean_from_parquet(rows, chunk, cols, score_range, on_problem)
+        else:
+            clean = _clean_from_records(rows, chunk, cols, score_range, on_problem)
+        stats.rows_read += len(rows)
+        stats.count(clean)
+        if len(clean.group_ids) and (prep.skip_invalid or not stats.problems):
+            table = prep.render(clean, stats.rows_written, stats.kinds)
+            stats.rows_written += table.num_rows
+            yield table
+
+
+def _write_tables(
+    path: str, schema: pa.Schema, tables: Iterable[pa.Table], check: Callable[[], None]
+) -> str:
+    """Write `tables` to `path` as one row group each; returns the file's sha256.
+
+    Every GRRM parquet file is written here, by a single or a sharded run alike, so equal
+    tables give equal bytes. `check` runs after the last table and before the file is
+    published: raising there leaves nothing at `path`.
+    """
+    with atomic_writer(path) as handle:
         sink = _HashingSink(handle)
         writer = pq.ParquetWriter(sink, schema)
         try:
-            for rows, chunk in batches:
-                if fmt == "parquet":
-                    clean = _clean_from_parquet(rows, chunk, cols, score_range, on_problem)
-                else:
-                    clean = _clean_from_records(rows, chunk, cols, score_range, on_problem)
-                stats.rows_read += len(rows)
-                stats.count(clean)
-                if len(clean.group_ids) and (skip_invalid or not stats.problems):
-                    table = render(clean, stats.rows_written, stats.kinds)
-                    writer.write_table(table)
-                    stats.rows_written += table.num_rows
-            if stats.problems and not skip_invalid:
-                raise DataValidationError(stats.issues, total=stats.problems)
-            if stats.rows_written == 0:
-                raise DataError(_nothing_left(source, stats))
+            for table in tables:
+                writer.write_table(table)
+            check()
         finally:
             writer.close()
-        digest = sink.hexdigest()
+        return sink.hexdigest()
 
-    report = _report(kind, source, fmt, out_path, digest, stats, parameters)
+
+def _check_outcome(source: str, stats: _Stats, skip_invalid: bool) -> None:
+    """Fail a run that met invalid rows (without `skip_invalid`) or has nothing to write."""
+    if stats.problems and not skip_invalid:
+        raise DataValidationError(stats.issues, total=stats.problems)
+    if stats.rows_written == 0:
+        raise DataError(_nothing_left(source, stats))
+
+
+def _publish_report(
+    prep: _Preparation, source: str, fmt: str, output: str, digest: str, stats: _Stats
+) -> GrrmPrepareResult:
+    """Write `<stem>.report.json` (after the data file, so a report means the data is there)."""
+    out_path, _, report_path = output_paths(output)
+    report = _report(prep.kind, source, fmt, out_path, digest, stats, prep.parameters)
     atomic_write_text(report_path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     return GrrmPrepareResult(output_path=out_path, report_path=report_path, report=report)
+
+
+def _run(input: PathLike, output: PathLike, prep: _Preparation) -> GrrmPrepareResult:
+    """Stream `input` through validation and rendering into `output`, then write the report."""
+    out_path, _, _ = output_paths(output)
+    source, fmt = _source(input, prep.input_format)
+    stats = _Stats()
+    digest = _write_tables(
+        out_path,
+        prep.schema,
+        _prepared_tables(source, fmt, prep, stats),
+        lambda: _check_outcome(source, stats, prep.skip_invalid),
+    )
+    return _publish_report(prep, source, fmt, out_path, digest, stats)
 
 
 def _nothing_left(source: str, stats: _Stats) -> str:
@@ -1039,10 +1228,8 @@ def prepare_grrm_sft(
         "score_range": list(score_range) if score_range is not None else None,
         "input_format": input_format,
     }
-    return _run(
+    prep = _Preparation(
         "grrm-sft",
-        input,
-        output,
         cols,
         render=lambda clean, _first, _kinds: _sft_table(clean),
         schema=SFT_SCHEMA,
@@ -1052,6 +1239,7 @@ def prepare_grrm_sft(
         batch_size=batch_size,
         parameters=parameters,
     )
+    return _run(input, output, prep)
 
 
 def prepare_grrm_rl(
@@ -1081,6 +1269,44 @@ def prepare_grrm_rl(
     fill labels A, B, …; `reward_model.ground_truth` is the JSON of `{label: score}`. Seeded per
     group, so the output depends only on the input, the parameters and `seed`.
     """
+    prep = _rl_preparation(
+        subgroup_augment=subgroup_augment,
+        shuffle_augment=shuffle_augment,
+        seed=seed,
+        split=split,
+        data_source=data_source,
+        src_key=src_key,
+        src_lang_key=src_lang_key,
+        trg_lang_key=trg_lang_key,
+        mt_key=mt_key,
+        score_key=score_key,
+        skip_invalid=skip_invalid,
+        score_range=score_range,
+        input_format=input_format,
+        batch_size=batch_size,
+    )
+    return _run(input, output, prep)
+
+
+def _rl_preparation(
+    *,
+    subgroup_augment: int = 0,
+    shuffle_augment: int = 0,
+    seed: int = 0,
+    split: str = "train",
+    data_source: str = GRRM_DATA_SOURCE,
+    src_key: str = "src_text",
+    src_lang_key: str = "src_lang",
+    trg_lang_key: str = "trg_lang",
+    mt_key: str = "mt_texts",
+    score_key: str = "scores",
+    skip_invalid: bool = False,
+    score_range: tuple[int, int] | None = (0, 10),
+    input_format: InputFormat = "auto",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> _Preparation:
+    """`prepare_grrm_rl`'s keyword arguments, checked and applied. A sharded run ships the
+    arguments (plain values) to its workers, and each builds the same preparation from them."""
     _check_params(subgroup_augment, shuffle_augment, seed, batch_size, score_range)
     cols = _Columns(src_key, src_lang_key, trg_lang_key, mt_key, score_key, None)
     settings = _RlSettings(subgroup_augment, shuffle_augment, seed, split, data_source)
@@ -1095,10 +1321,8 @@ def prepare_grrm_rl(
         "score_range": list(score_range) if score_range is not None else None,
         "input_format": input_format,
     }
-    return _run(
+    return _Preparation(
         "grrm-rl",
-        input,
-        output,
         cols,
         render=lambda clean, first, kinds: _rl_table(clean, settings, first, kinds),
         schema=RL_SCHEMA,

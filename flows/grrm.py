@@ -1,0 +1,95 @@
+"""grrm: a group ranking reward model for machine translation.
+
+    download → prepare (SFT, RL train, RL test) → SFT → evaluate → RLVR from the SFT model → evaluate → log
+
+`stage` picks the part to run: `sft`, `rlvr` (from model.path, e.g. an SFT checkpoint) or `full`.
+With `data.shards` > 1 the augmented RL train split is prepared by the `prepare-grrm-rl-sharded`
+subflow on Ray (`data.ray_address`, local by default) first; its bytes are the same either way.
+"""
+
+from typing import Any, Literal
+
+from prefect import flow
+from prefect.runtime import flow_run
+
+from flows.prepare_sharded import on_ray
+from judgeflow.config import load_config
+from judgeflow.stages import grrm_rl_train_job
+from judgeflow.tracking import resolve_tracking_uri
+from tasks.data import download
+from tasks.evaluate import evaluate
+from tasks.grrm import prepare_grrm, sft
+from tasks.policies import cached
+from tasks.tracking import (
+    StageRecorder,
+    log_summary,
+    publish_summary,
+    record_evaluation,
+    record_training,
+    start_tracking,
+)
+from tasks.train import cancel_submitted_jobs, train
+
+
+@flow(
+    name="grrm",
+    log_prints=True,
+    on_cancellation=[cancel_submitted_jobs],
+    on_crashed=[cancel_submitted_jobs],
+)
+def grrm(
+    recipe: str = "grrm-full",
+    stage: Literal["sft", "rlvr", "full"] = "full",
+    profile: str | None = None,
+    overrides: list[str] | None = None,
+) -> dict[str, Any]:
+    cfg = load_config(recipe, profile=profile, overrides=overrides or [])
+    run_id = start_tracking(cfg)
+    steps = StageRecorder()
+    metrics: dict[str, float] = {}
+    model_dir = cfg.model.path
+    try:
+        manifest = steps("download", cached(download), cfg)
+        rl_train = None
+        if cfg.data.shards > 1:
+            job = grrm_rl_train_job(cfg, manifest)
+            sharded = on_ray(cfg.data.shards, cfg.data.ray_address)
+            rl_train = steps("prepare[rl_train]", sharded, job.input, job.output, cfg.data.shards, job.options)  # fmt: skip
+        data = steps("prepare", prepare_grrm, cfg, manifest, run_id, rl_train)
+        if stage in ("sft", "full"):
+            model_dir = steps("sft", sft, cfg, data, run_id)
+            if cfg.evaluation.enabled:
+                result = steps("evaluate[sft]", evaluate, cfg, model_dir, data.rl, run_id, "sft")
+                metrics |= record_evaluation(cfg, run_id, "sft", result)
+        if stage in ("rlvr", "full"):
+            rl_cfg = cfg.model_copy(
+                update={"model": cfg.model.model_copy(update={"path": model_dir})}
+            )
+            if stage == "rlvr" and cfg.evaluation.enabled:
+                result = steps("evaluate[before]", evaluate, rl_cfg, model_dir, data.rl, run_id, "before")  # fmt: skip
+                metrics |= record_evaluation(cfg, run_id, "before", result)
+            retrying = train.with_options(
+                retries=cfg.cluster.retries, retry_delay_seconds=cfg.cluster.retry_delay_s
+            )
+            trained = steps("train", retrying, rl_cfg, data.rl, run_id)
+            record_training(rl_cfg, run_id, trained)
+            model_dir = trained.model.model_dir
+            if cfg.evaluation.enabled:
+                result = steps("evaluate[after]", evaluate, rl_cfg, model_dir, data.rl, run_id, "after")  # fmt: skip
+                metrics |= record_evaluation(cfg, run_id, "after", result)
+    except BaseException as exc:
+        publish_summary(cfg, run_id, steps.rows, str(flow_run.get_id()))
+        log_summary(cfg, run_id, {"mlflow_run_id": run_id, "error": repr(exc)}, status="FAILED")
+        raise
+
+    publish_summary(cfg, run_id, steps.rows, str(flow_run.get_id()))
+    summary = {
+        "mlflow_run_id": run_id,
+        "tracking_uri": resolve_tracking_uri(cfg.tracking.tracking_uri),
+        "stage": stage,
+        "checkpoint": model_dir,
+        "metrics": metrics,
+        "stages": {row["stage"]: row["status"] for row in steps.rows},
+    }
+    log_summary(cfg, run_id, summary)
+    return summary

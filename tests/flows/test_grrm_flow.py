@@ -1,0 +1,47 @@
+"""grrm end to end on CPU: real LLaMA-Factory SFT of the tiny model, then TRL RLVR from that
+checkpoint, with ranking accuracy before/after and metrics in a real MLflow server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+pytestmark = pytest.mark.slow
+
+
+def test_grrm_full_pipeline_sft_then_rlvr(
+    prefect_server: str, mlflow_server: str, judgeflow_home: Path
+) -> None:
+    from flows.grrm import grrm
+
+    summary = grrm(
+        recipe="grrm-full", stage="full", profile="tiny",
+        overrides=[f"tracking.tracking_uri={mlflow_server}"],
+    )  # fmt: skip
+
+    client = MlflowClient(mlflow_server)
+    run = client.get_run(summary["mlflow_run_id"])
+    assert run.info.status == "FINISHED"
+    sft_dir = Path(run.data.tags["judgeflow.sft.model_dir"])
+    assert (sft_dir / "config.json").is_file()  # LLaMA-Factory saved the SFT model
+    # RLVR started from the SFT checkpoint, not from the base model.
+    assert run.data.params["model.path"].endswith("tiny-model")
+    train_input = (judgeflow_home / "jobs" / run.info.run_id / "train" / "input.json").read_text()
+    assert f'"path": "{sft_dir}"' in train_input
+    # SFT loss curve and RLVR metrics in the same run.
+    assert len(client.get_metric_history(run.info.run_id, "sft/loss")) >= 1
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "train/reward_mean")] == [
+        1,
+        2,
+        3,
+        4,
+    ]
+    # Ranking accuracy on the test split after SFT and after RLVR, over 2 samples per item.
+    for label in ("sft", "after"):
+        assert 0.0 <= run.data.metrics[f"{label}/ranking_reward"] <= 1.0
+        assert 0.0 <= run.data.metrics[f"{label}/format_failure_rate"] <= 1.0
+        assert run.data.metrics[f"{label}/samples"] == 2.0
+        assert run.data.metrics[f"{label}/n"] == 8.0  # 4 items x 2 samples
+    assert Path(summary["checkpoint"], "model.safetensors").is_file()
