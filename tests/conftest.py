@@ -6,11 +6,8 @@ Services are started once per session, on loopback, and stopped at the end.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,40 +21,12 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
 
+from servers import free_port, stop, wait_http
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 # The dev Slurm cluster's state stays in the checkout even when a test moves $JUDGEFLOW_HOME.
 os.environ.setdefault("DEV_SLURM_DIR", str(REPO_ROOT / ".judgeflow" / "slurm"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_http(url: str, timeout: float, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{url}: server exited ({proc.returncode}); see {log}")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.3)
-    raise RuntimeError(f"{url}: not healthy after {timeout:.0f}s; see {log}")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a server we started, its whole process group, by PID."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, 15)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from flowtools import free_port, stop_group, wait_healthy
+from servers import free_port, wait_http
+from servers import stop as stop_group
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -49,7 +50,7 @@ def prefect_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str
     )  # fmt: skip
     api = f"http://127.0.0.1:{port}/api"
     try:
-        wait_healthy(f"{api}/health", 90, proc, log)
+        wait_http(f"{api}/health", 90, proc, log)
         monkeypatch.setenv("PREFECT_API_URL", api)
         # The session's test-harness server, if an earlier test started it, is a settings
         # context that outranks the environment: point this process's client here explicitly.
