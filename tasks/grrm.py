@@ -27,9 +27,8 @@ def prepare_grrm(
     data = stages.prepare_grrm_stage(cfg, manifest, rl_train)
     tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
     rows = []
-    for report_file in data.report_files:
+    for name, (report_file, report) in data.reports.items():
         tracker.log_artifact(report_file, "data")
-    for name, report in _reports(data).items():
         counts = report["counts"]
         tracker.log_metrics({f"data/{name}_rows_written": counts["rows_written"],
                              f"data/{name}_rows_dropped": counts["rows_dropped"]})  # fmt: skip
@@ -74,13 +73,3 @@ def sft(cfg: RunConfig, data: stages.GrrmData, run_id: str) -> str:
         {"judgeflow.sft.job_id": job_id, "judgeflow.sft.model_dir": result["model_dir"]}
     )
     return str(result["model_dir"])
-
-
-def _reports(data: stages.GrrmData) -> dict[str, dict]:
-    import json
-    from pathlib import Path
-
-    names = ("sft", "rl_train", "rl_test")
-    return {
-        n: json.loads(Path(f).read_text()) for n, f in zip(names, data.report_files, strict=True)
-    }

@@ -354,7 +354,7 @@ class GrrmData:
 
     sft_file: str
     rl: PreparedData  # train_file: augmented RL rows; val_file: the un-augmented test split
-    report_files: list[str]
+    reports: dict[str, tuple[str, dict[str, Any]]]  # "sft"/"rl_train"/"rl_test" -> (file, report)
 
 
 def grrm_split_files(manifest: Manifest) -> tuple[Path, Path]:
@@ -433,7 +433,6 @@ def prepare_grrm_stage(
         str(train), str(out / "sft.parquet"), analysis_key=g.analysis_key, **columns
     )
     rl_test = prepare_grrm_rl(str(test), str(out / "rl_test.parquet"), split="test", **columns)
-    reports = [sft.report_path, rl_train.report_path, rl_test.report_path]
     return GrrmData(
         sft_file=sft.output_path,
         rl=PreparedData(
@@ -442,7 +441,10 @@ def prepare_grrm_stage(
             report_file=rl_train.report_path,
             report=rl_train.report,
         ),
-        report_files=[str(r) for r in reports],
+        reports={
+            name: (str(result.report_path), result.report)
+            for name, result in (("sft", sft), ("rl_train", rl_train), ("rl_test", rl_test))
+        },
     )
 
 

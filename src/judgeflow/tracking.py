@@ -119,9 +119,6 @@ class Tracker:
     def run_name(self) -> str:
         return str(self.client.get_run(self.run_id).info.run_name)
 
-    def metric_history(self, key: str) -> list[float]:
-        return [m.value for m in self.client.get_metric_history(self.run_id, key)]
-
     def url(self) -> str | None:
         """A browser link when the tracking URI is an HTTP server."""
         if not self.tracking_uri.startswith("http"):

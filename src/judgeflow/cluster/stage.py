@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +43,6 @@ class StageSpec:
     @property
     def progress_path(self) -> Path:
         return Path(self.workdir) / PROGRESS_FILE
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
 
 
 class StageFailed(RuntimeError):

@@ -130,10 +130,6 @@ class StageHandle:
             data = fh.read()
         return data.decode(errors="replace"), offset + len(data)
 
-    def wait(self, poll_s: float = 2.0) -> None:
-        while not self.done():
-            time.sleep(poll_s)
-
 
 def make_executor(cluster: ClusterConfig, folder: str | Path, *, name: str) -> submitit.Executor:
     """A submitit executor for the configured backend with the generic resources applied."""
