@@ -9,6 +9,7 @@ import hashlib
 import itertools
 import json
 import math
+import random
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,13 @@ from judgeflow.data import (
     prepare_grrm_rl,
     prepare_grrm_sft,
 )
-from judgeflow.data.grrm_template import ranking_line, scores_line
+from judgeflow.data.grrm_template import (
+    UNUSUAL_WHITESPACE,
+    clean_analysis,
+    ranking_line,
+    render_grrm_target,
+    scores_line,
+)
 from judgeflow.rewards.grrm import compute_score
 
 GROUP_1 = {
@@ -474,6 +481,76 @@ def test_skip_invalid_counts_and_lists_drops(tmp_path: Path) -> None:
     assert report["kind"] == "grrm-sft" and report["augmentation"] is None
 
 
+#: Analyses where Python's strip/splitlines and a plain "\n" split could disagree: parquet
+#: batches clean them in Arrow (or fall back), JSONL with `clean_analysis`; results must match.
+TRICKY_ANALYSES = [
+    "Good.\u2028Score: 5",  # a Unicode line separator ends the verdict line's predecessor
+    "\xa0Good.\nscore\xa0",  # no-break spaces are stripped by Python
+    "Good.\r\nRanking A",
+    "Good.\x1cScores",  # a file separator is a line break for splitlines
+    "\u3000\u3000",  # only (ideographic) whitespace: blank
+    "\xa0\nScore: A 1",  # blank once the verdict line goes
+    "ok\n\n  \nScoring",
+    "only Score",  # the whole analysis is the verdict line: blank
+    "Good.\n Final ranking: B",
+    "\ttab\tScore\t",
+    "Scores in the middle\nthen the end",
+    "Good.\n\n",
+    "line\x0bverdict ranking",  # a vertical tab breaks lines too
+    "Über gut.\nScoré",  # not a verdict word
+    "x\nscoring\ny\nRanking",
+    "Good.\u0085ranking",  # NEL
+    "Good. Score\u00a0\n",
+    "  \n\t ",
+]
+
+
+def test_unusual_whitespace_is_every_other_python_whitespace() -> None:
+    """The Arrow clean-up handles " \t\n" only; every other character that Python's strip or
+    splitlines treats specially must be in UNUSUAL_WHITESPACE (so such texts fall back)."""
+    special = {chr(c) for c in range(0x110000) if chr(c).isspace()} - set(" \t\n")
+    breaks = {c for c in map(chr, range(0x110000)) if len(f"a{c}b".splitlines()) > 1}
+    assert set(UNUSUAL_WHITESPACE) == special
+    assert breaks - {"\n"} <= special
+
+
+def test_analysis_columns_of_other_arrow_types(tmp_path: Path) -> None:
+    """Large and dictionary-encoded strings are texts; a number column is not (every row fails)."""
+    texts = ["B is best.\nA is fine.\nScore: B 9", "Good.\u2028Ranking"]
+    base = {k: [GROUP_2[k]] * 2 for k in ("src_text", "src_lang", "trg_lang", "mt_texts", "scores")}
+    expected = ["B is best.\nA is fine.", "Good."]
+    for column in (pa.array(texts, pa.large_string()), pa.array(texts).dictionary_encode()):
+        source = tmp_path / "in.parquet"
+        pq.write_table(pa.table({**base, "analysis": column}), source)
+        rows = read_rows(prepare_grrm_sft(source, tmp_path / "sft.parquet").output_path)
+        assert [r["messages"][1]["content"] for r in rows] == [
+            e + TARGET_2.removeprefix("B is best.\nA is fine.") for e in expected
+        ]
+    pq.write_table(pa.table({**base, "analysis": pa.array([1, 2])}), source)
+    with pytest.raises(DataValidationError) as info:
+        prepare_grrm_sft(source, tmp_path / "sft.parquet")
+    assert [(i.row, i.field, i.message) for i in info.value.issues] == [
+        (0, "analysis", "must be a string"), (1, "analysis", "must be a string"),
+    ]  # fmt: skip
+
+
+def test_sft_targets_match_the_one_row_renderer(tmp_path: Path) -> None:
+    """Batches render the ranking and scores lines in Arrow: every target must equal
+    `render_grrm_target` (ties, tiers, any size, negative and huge scores without a range)."""
+    rng = random.Random(7)
+    rows = []
+    for i in range(3000):  # batches of 256: the first ones small ranges, then huge ones too
+        n = rng.randint(2, 8)
+        pools = [(0, 2), (0, 10), (-3, 3)] + ([(-(2**62), 2**62)] if i >= 1536 else [])
+        pool = rng.choice(pools)
+        rows.append({**group(n, seed=i), "scores": [rng.randint(*pool) for _ in range(n)]})
+    rows.append({**group(3), "scores": [-(2**63), 2**63 - 1, -(2**63)]})
+    source = write_parquet(tmp_path / "in.parquet", rows)
+    result = prepare_grrm_sft(source, tmp_path / "sft.parquet", score_range=None, batch_size=256)
+    targets = [r["messages"][1]["content"] for r in read_rows(result.output_path)]
+    assert targets == [render_grrm_target(r["analysis"], r["scores"]) for r in rows]
+
+
 def test_columnar_and_row_checks_agree(tmp_path: Path) -> None:
     """The parquet path checks columns in Arrow, JSONL row by row: same verdicts, same rows."""
     rows = [
@@ -488,6 +565,7 @@ def test_columnar_and_row_checks_agree(tmp_path: Path) -> None:
         {**group(3), "mt_texts": []},
         {**group(3), "analysis": "   \n "},
         {**group(3), "trg_lang": "Klingon"},
+        *({**group(3, seed=k), "analysis": text} for k, text in enumerate(TRICKY_ANALYSES)),
     ]
     pq_result = prepare_grrm_sft(
         write_parquet(tmp_path / "in.parquet", rows), tmp_path / "a.parquet", skip_invalid=True
@@ -502,7 +580,9 @@ def test_columnar_and_row_checks_agree(tmp_path: Path) -> None:
         {k: v for k, v in d.items() if k != "file"} for d in js_result.report["dropped"]["listed"]
     ]
     assert read_rows(pq_result.output_path) == read_rows(js_result.output_path)
-    assert pq_result.report["counts"]["rows_written"] == len(INVALID) + 1  # + Klingon
+    valid_tricky = sum(bool(clean_analysis(text).strip()) for text in TRICKY_ANALYSES)
+    assert 0 < valid_tricky < len(TRICKY_ANALYSES)  # both kinds are in the test
+    assert pq_result.report["counts"]["rows_written"] == len(INVALID) + 1 + valid_tricky
 
 
 def test_jsonl_rows_are_line_numbers_and_bad_values_are_reported(tmp_path: Path) -> None:
@@ -574,3 +654,28 @@ def test_permutation_helpers_cover_all_orders() -> None:
         plan = augmentation_plan(n, 0, 10**6, random.Random(0))
         orders = [idx for kind, idx in plan if kind == "shuffle"]
         assert sorted(orders) == sorted(itertools.permutations(range(n)))[1:]
+
+
+def test_a_failure_mid_write_publishes_nothing(tmp_path: Path) -> None:
+    """Tables are encoded in a background thread while the next batch renders: a failure on
+    either side surfaces in the caller, and the previous file stays as it was."""
+    from judgeflow.data.grrm import SFT_SCHEMA, _write_tables
+
+    out = tmp_path / "sft.parquet"
+    out.write_bytes(b"previous")
+    table = pa.Table.from_pylist(
+        [{"messages": [{"role": "user", "content": "x"}], "group_id": 0}], schema=SFT_SCHEMA
+    )
+
+    def source_fails_after_a_write() -> Any:
+        yield table
+        yield table
+        raise OSError("input went away")
+
+    with pytest.raises(OSError, match="input went away"):
+        _write_tables(str(out), SFT_SCHEMA, source_fails_after_a_write(), lambda: None)
+    wrong = pa.table({"other": [1]})
+    with pytest.raises(ValueError, match="schema"):  # raised by the background write
+        _write_tables(str(out), SFT_SCHEMA, [table, wrong, table], lambda: None)
+    assert out.read_bytes() == b"previous"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sft.parquet"]

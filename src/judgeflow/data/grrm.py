@@ -5,10 +5,12 @@ integer score per candidate and (for SFT) the annotator's analysis. Column names
 configurable; the defaults are the TowerBlocks-MT-Ranking ones.
 
 Both preparations stream: the input is read in record batches (`pyarrow` `iter_batches`, or
-JSONL line by line), each batch is validated and rendered with plain Python over the batch's
-lists, built into Arrow arrays column by column and appended to a `ParquetWriter` that writes to
-a temporary file published atomically at the end. Memory is bounded by the batch size, not by
-the input size. The report (`<stem>.report.json`) is published after the data file.
+JSONL line by line). A parquet batch is validated column-wise in Arrow (JSONL records, already
+Python objects, row by row), prompts, targets and ground truths are rendered with Arrow string
+kernels over the whole batch, and the table is appended to a `ParquetWriter` in a background
+thread while the next batch renders; the writer writes to a temporary file published atomically
+at the end. Memory is bounded by the batch size, not by the input size. The report
+(`<stem>.report.json`) is published after the data file.
 A large RL input can also be prepared in batch-aligned shards by several workers and merged into
 the same bytes (`judgeflow.data.shards`); both paths read, render and write with the functions
 below (`_prepared_tables`, `_write_tables`, `_publish_report`).
@@ -31,9 +33,11 @@ import json
 import math
 import os
 import random
+import re
 import string
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from typing import IO, Any, Literal, NamedTuple
@@ -55,16 +59,22 @@ from judgeflow.data.grrm_template import (
     ASCII_WHITESPACE,
     GRRM_CANDIDATE_BLOCK,
     GRRM_PROMPT_HEAD,
+    GRRM_VERDICT_BLOCK,
     LABELS,
     LANG_NAMES,
     MAX_CANDIDATES,
     MIN_CANDIDATES,
+    RANK_STEP,
+    RANK_TIE,
+    SCORE_ITEM,
+    SCORES_SEPARATOR,
+    UNUSUAL_WHITESPACE,
+    VERDICT_WORDS,
     candidate_blocks,
     clean_analysis,
     language_name,
     prompt_head,
     render_grrm_target,
-    verdict_block,
 )
 from judgeflow.data.io import PathLike, atomic_write_text, atomic_writer, exists, open_binary
 from judgeflow.data.prepare import output_paths
@@ -610,6 +620,41 @@ def _valid_mask(
     return ok, arrays
 
 
+_PLAIN_WHITESPACE = " \t\n"
+_UNUSUAL = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in UNUSUAL_WHITESPACE) + "]"
+#: The last line when it holds a verdict word, with the line break before it (RE2 `$` is the
+#: end of the text; `[^\n]` keeps the match inside one line).
+_VERDICT_LINE = "\n?[^\n]*(?:" + "|".join(map(re.escape, VERDICT_WORDS)) + ")[^\n]*$"
+
+
+def _clean_analyses(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """`clean_analysis` of every row, and whether the row's analysis is valid (a string that is
+    not blank once cleaned), as `_check_row` decides.
+
+    A text without `UNUSUAL_WHITESPACE` is cleaned in Arrow (trim, drop a verdict last line);
+    the few with such characters go through `clean_analysis` itself.
+    """
+    n = len(texts)
+    kind = texts.type.value_type if pa.types.is_dictionary(texts.type) else texts.type
+    is_text = pa.types.is_string(kind) or pa.types.is_large_string(kind)
+    texts = _as_type(texts, pa.string()) if is_text or pa.types.is_string_view(kind) else None
+    if texts is None:  # not strings (a number cast to text would be wrong): every row fails
+        return pa.nulls(n, pa.string()), np.zeros(n, bool)
+    cleaned = pc.replace_substring_regex(
+        pc.utf8_trim(texts, _PLAIN_WHITESPACE), pattern=_VERDICT_LINE, replacement=""
+    )
+    unusual = pc.match_substring_regex(texts, _UNUSUAL).fill_null(False)
+    unusual_rows = np.flatnonzero(unusual.to_numpy(zero_copy_only=False))
+    if len(unusual_rows):
+        slow = [clean_analysis(texts[int(i)].as_py()) for i in unusual_rows]
+        cleaned = pc.replace_with_mask(cleaned, unusual, pa.array(slow, pa.string()))
+    blank = pc.equal(pc.utf8_length(pc.utf8_trim(cleaned, _PLAIN_WHITESPACE)), 0)
+    ok = pc.invert(blank).fill_null(False).to_numpy(zero_copy_only=False).copy()
+    if len(unusual_rows):  # Python's notion of blank (str.strip) for the texts that need it
+        ok[unusual_rows] = [bool(text.strip()) for text in slow]
+    return cleaned, ok
+
+
 class _Clean(NamedTuple):
     """The valid groups of one batch as Arrow arrays, in input order."""
 
@@ -621,7 +666,7 @@ class _Clean(NamedTuple):
     src: pa.Array
     mt: pa.Array  # list<string>
     scores: pa.Array  # list<int64>
-    analyses: list[str] | None  # cleaned analysis per group (SFT)
+    analyses: pa.Array | None  # string: cleaned analysis per group (SFT)
 
 
 def _clean_from_parquet(
@@ -633,17 +678,10 @@ def _clean_from_parquet(
 ) -> _Clean:
     """Validate a parquet batch column-wise; rows that fail get `_check_row`'s message."""
     ok, arrays = _valid_mask(batch, cols, score_range)
-    analyses: list[str] | None = None
+    analyses: pa.Array | None = None
     if cols.analysis is not None:
-        texts = batch.column(cols.analysis).to_pylist()
-        analyses = []
-        for i in np.flatnonzero(ok):
-            text = texts[i]
-            cleaned = clean_analysis(text) if isinstance(text, str) else ""
-            if cleaned.strip():
-                analyses.append(cleaned)
-            else:
-                ok[i] = False
+        analyses, analysis_ok = _clean_analyses(batch.column(cols.analysis))
+        ok &= analysis_ok
     for i in np.flatnonzero(~ok):
         values = [batch.column(name)[int(i)].as_py() for name in cols.required()]
         checked = _check_values(cols, values, score_range)
@@ -664,7 +702,7 @@ def _clean_from_parquet(
         src=arrays["src"].filter(keep),
         mt=arrays["mt"].filter(keep),
         scores=pa.ListArray.from_arrays(pa.array(_offsets(kept_sizes)), flat),
-        analyses=analyses,
+        analyses=analyses.filter(keep) if analyses is not None else None,
     )
 
 
@@ -703,7 +741,11 @@ def _clean_from_records(
         src=pa.array([g.src_text for g in gs], pa.string()),
         mt=pa.array([g.candidates for g in gs], pa.list_(pa.string())),
         scores=pa.array([g.scores for g in gs], pa.list_(pa.int64())),
-        analyses=[clean_analysis(g.analysis or "") for g in gs] if cols.analysis else None,
+        analyses=(
+            pa.array([clean_analysis(g.analysis or "") for g in gs], pa.string())
+            if cols.analysis
+            else None
+        ),
     )
 
 
@@ -718,7 +760,7 @@ def _empty_clean(cols: _Columns) -> _Clean:
         src=strings,
         mt=pa.array([], pa.list_(pa.string())),
         scores=pa.array([], pa.list_(pa.int64())),
-        analyses=[] if cols.analysis is not None else None,
+        analyses=strings if cols.analysis is not None else None,
     )
 
 
@@ -749,6 +791,13 @@ _BLOCK_PREFIX, _BLOCK_SUFFIX = (
 )
 _BLOCK_PREFIXES = pa.array(_BLOCK_PREFIX, pa.string())
 _TRUTH_PREFIXES = pa.array([f'"{label}": ' for label in LABELS], pa.string())
+_LABELS = pa.array(LABELS, pa.string())
+#: Before each label of a ranking line: nothing (first), a tie, or a step down.
+_RANK_SEPARATORS = pa.array(["", RANK_TIE, RANK_STEP], pa.string())
+_SCORE_PREFIXES, _SCORE_SUFFIX = (
+    pa.array([SCORE_ITEM.format(label=label, score="\0").split("\0")[0] for label in LABELS]),
+    SCORE_ITEM.format(label="A", score="\0").split("\0")[1],
+)
 
 
 def _offsets(sizes: np.ndarray) -> np.ndarray:
@@ -781,6 +830,43 @@ def _ground_truths(scores: pa.Array, sizes: np.ndarray) -> pa.Array:
     return pc.binary_join_element_wise("{", _joined_lists(items, sizes, ", "), "}", "")
 
 
+def _verdict_blocks(scores: pa.Array, sizes: np.ndarray) -> pa.Array:
+    """`verdict_block` for every row at once (`scores` flat in label order, `sizes` per row).
+
+    Each row's scores are sorted best first, label ascending inside a tie, by one sort of the
+    whole batch on a single key (row, how far below the best score, label); the ranking and
+    scores lines are then joined from those sorted labels.
+    """
+    values = scores.to_numpy(zero_copy_only=False)
+    labels = _positions(sizes)
+    rows = np.repeat(np.arange(len(sizes)), sizes)
+    low, high = int(values.min()), int(values.max())
+    if (high - low + 1) * len(values) * MAX_CANDIDATES < 2**62:
+        below_best = high - values  # 0 for the best score
+    else:  # a huge score range (no score_range): dense ranks keep the key within int64
+        _, rank = np.unique(values, return_inverse=True)
+        below_best = rank.max() - rank.reshape(-1)
+    levels = int(below_best.max()) + 1
+    order = np.argsort((rows * levels + below_best) * MAX_CANDIDATES + labels)  # unique keys
+    values, labels, rows = values[order], labels[order], rows[order]
+    separator = np.full(len(order), 2, np.int64)  # a step down …
+    separator[1:][values[1:] == values[:-1]] = 1  # … unless tied with the previous label
+    separator[_offsets(sizes)[:-1]] = 0  # … and nothing before a row's first label
+    ranked = pc.take(_LABELS, pa.array(labels))
+    ranking = pc.binary_join_element_wise(
+        pc.take(_RANK_SEPARATORS, pa.array(separator)), ranked, ""
+    )
+    items = pc.binary_join_element_wise(
+        pc.take(_SCORE_PREFIXES, pa.array(labels)), pa.array(values).cast(pa.string()),
+        _SCORE_SUFFIX, "",
+    )  # fmt: skip
+    fields = {
+        "ranking": _joined_lists(ranking, sizes, ""),
+        "scores": _joined_lists(items, sizes, SCORES_SEPARATOR),
+    }
+    return pc.binary_join_element_wise(*_template_parts(GRRM_VERDICT_BLOCK, fields), "")
+
+
 def _messages_array(contents: pa.Array, per_row: int, roles: tuple[str, ...]) -> pa.Array:
     """list<struct<role, content>> with `per_row` messages per row (contents already in order)."""
     rows = len(contents) // per_row
@@ -797,12 +883,10 @@ def _sft_table(clean: _Clean) -> pa.Table:
         _heads(clean), _candidate_blocks(pc.list_flatten(clean.mt), sizes), ""
     )
     assert clean.analyses is not None
-    targets = pa.array(
-        [
-            analysis + verdict_block(tuple(scores))
-            for analysis, scores in zip(clean.analyses, clean.scores.to_pylist(), strict=True)
-        ],
-        pa.string(),
+    targets = pc.binary_join_element_wise(
+        clean.analyses,
+        _verdict_blocks(pc.list_flatten(clean.scores), sizes),
+        "",
     )
     n = len(prompts)
     order = np.empty(2 * n, np.int64)
@@ -1098,14 +1182,47 @@ def _write_tables(
     """
     with atomic_writer(path) as handle:
         sink = _HashingSink(handle)
-        writer = pq.ParquetWriter(sink, schema)
+        writer = pq.ParquetWriter(sink, schema, **_writer_options(schema))
         try:
-            for table in tables:
-                writer.write_table(table)
+            # Encoding a table overlaps with rendering the next (Arrow releases the GIL); one
+            # write in flight keeps the order and bounds memory to two batches. Leaving the
+            # executor waits for that write, so the writer is never closed under it.
+            with ThreadPoolExecutor(1, "grrm-write") as background:
+                writing: Future[None] | None = None
+                for table in tables:
+                    if writing is not None:
+                        writing.result()
+                    writing = background.submit(writer.write_table, table)
+                if writing is not None:
+                    writing.result()
             check()
         finally:
             writer.close()
         return sink.hexdigest()
+
+
+def _writer_options(schema: pa.Schema) -> dict[str, list[str]]:
+    """Parquet options per column. The long texts (prompt and target contents, ground truths)
+    are unique per row: no dictionary (a failed try only costs time) and no min/max statistics
+    (footer bytes no reader uses). Short strings (roles, sources, languages) get a dictionary."""
+    long_texts = {"content", "ground_truth"}
+    short = [(path, leaf) for path, leaf in _leaves(schema) if leaf.name not in long_texts]
+    return {
+        "use_dictionary": [path for path, leaf in short if pa.types.is_string(leaf.type)],
+        "write_statistics": [path for path, _ in short],
+    }
+
+
+def _leaves(fields: Iterable[pa.Field], prefix: str = "") -> Iterator[tuple[str, pa.Field]]:
+    """(parquet column path, field) of every leaf, e.g. `messages.list.element.role`."""
+    for field in fields:
+        path = f"{prefix}{field.name}"
+        if pa.types.is_struct(field.type):
+            yield from _leaves(field.type, f"{path}.")
+        elif pa.types.is_list(field.type):
+            yield from _leaves([field.type.value_field.with_name("element")], f"{path}.list.")
+        else:
+            yield path, field
 
 
 def _check_outcome(source: str, stats: _Stats, skip_invalid: bool) -> None:

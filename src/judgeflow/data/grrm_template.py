@@ -9,7 +9,6 @@ byte-identical: the RLVR stage starts from a model SFT-trained on this wording, 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 
 #: What "blank" means for names and source texts (Arrow's ascii_trim_whitespace agrees).
 ASCII_WHITESPACE = " \t\n\r\x0b\x0c"
@@ -48,6 +47,15 @@ GRRM_PROMPT_HEAD = (
 )
 #: One block per candidate; blocks follow each other with nothing in between.
 GRRM_CANDIDATE_BLOCK = "Translation {label}:\n```\n{text}\n```\n"
+
+#: What follows the cleaned analysis in the SFT target (and what the reward parses back):
+#: `ranking` is the tiers joined with `RANK_STEP`, labels inside a tie with `RANK_TIE`; `scores`
+#: is `SCORE_ITEM` per label in ranking order, joined with `SCORES_SEPARATOR`.
+GRRM_VERDICT_BLOCK = "\n\n### Final Ranking:\n\n{ranking}\n\n### Scores:\n\n{scores}\n"
+RANK_STEP = " > "
+RANK_TIE = " = "
+SCORE_ITEM = "{label}: {score}"
+SCORES_SEPARATOR = ", "
 
 #: A last analysis line containing any of these is the annotator's own verdict; the target
 #: replaces it with the structured ranking and scores.
@@ -94,6 +102,15 @@ def render_grrm_prompt(
     return prompt_head(src_lang_name, trg_lang_name, src_text) + candidate_blocks(candidates)
 
 
+#: Characters for which Python's `str.strip` / `str.splitlines` differ from trimming `" \t\n"`
+#: and splitting on `"\n"`: every other `str.isspace` character (line breaks included).
+#: Preparation cleans analyses without these in Arrow, and the rest with `clean_analysis`.
+UNUSUAL_WHITESPACE = (
+    "\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+
 def clean_analysis(analysis: str) -> str:
     """Strip, then drop the last line if it holds a verdict word (as the reference does).
 
@@ -122,29 +139,28 @@ def rank_order(scores: Sequence[int]) -> list[list[str]]:
 
 def ranking_line(scores: Sequence[int]) -> str:
     """E.g. `B > A = C`: ties joined with ` = `, tiers with ` > `."""
-    return " > ".join(" = ".join(tier) for tier in rank_order(scores))
+    return RANK_STEP.join(RANK_TIE.join(tier) for tier in rank_order(scores))
 
 
 def scores_line(scores: Sequence[int]) -> str:
     """E.g. `B: 9, A: 7, C: 7`: `L: s` in ranking order, joined by `, `."""
     index = {label: i for i, label in enumerate(LABELS)}
-    return ", ".join(
-        f"{label}: {scores[index[label]]}" for tier in rank_order(scores) for label in tier
+    return SCORES_SEPARATOR.join(
+        SCORE_ITEM.format(label=label, score=scores[index[label]])
+        for tier in rank_order(scores)
+        for label in tier
     )
 
 
-@lru_cache(maxsize=1 << 16)
-def verdict_block(scores: tuple[int, ...]) -> str:
-    """What follows the analysis in the target (cached: score patterns repeat a lot)."""
-    return (
-        f"\n\n### Final Ranking:\n\n{ranking_line(scores)}"
-        f"\n\n### Scores:\n\n{scores_line(scores)}\n"
-    )
+def verdict_block(scores: Sequence[int]) -> str:
+    """What follows the analysis in the target. (Preparation renders whole batches of these in
+    Arrow from the same constants; this is the one-row definition it is tested against.)"""
+    return GRRM_VERDICT_BLOCK.format(ranking=ranking_line(scores), scores=scores_line(scores))
 
 
 def render_grrm_target(analysis: str, scores: Sequence[int]) -> str:
     """The SFT assistant turn: cleaned analysis, `### Final Ranking:` and `### Scores:` blocks."""
-    return clean_analysis(analysis) + verdict_block(tuple(scores))
+    return clean_analysis(analysis) + verdict_block(scores)
 
 
 def ground_truth_json(scores: Sequence[int]) -> str:
