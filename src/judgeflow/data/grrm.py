@@ -848,7 +848,7 @@ def _verdict_blocks(scores: pa.Array, sizes: np.ndarray) -> pa.Array:
         below_best = rank.max() - rank.reshape(-1)
     levels = int(below_best.max()) + 1
     order = np.argsort((rows * levels + below_best) * MAX_CANDIDATES + labels)  # unique keys
-    values, labels, rows = values[order], labels[order], rows[order]
+    values, labels = values[order], labels[order]  # rows keep their places: same offsets
     separator = np.full(len(order), 2, np.int64)  # a step down …
     separator[1:][values[1:] == values[:-1]] = 1  # … unless tied with the previous label
     separator[_offsets(sizes)[:-1]] = 0  # … and nothing before a row's first label
