@@ -679,3 +679,33 @@ def test_a_failure_mid_write_publishes_nothing(tmp_path: Path) -> None:
         _write_tables(str(out), SFT_SCHEMA, [table, wrong, table], lambda: None)
     assert out.read_bytes() == b"previous"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sft.parquet"]
+
+
+def test_long_texts_are_written_plain_and_short_strings_with_a_dictionary(tmp_path: Path) -> None:
+    """Prompt/target contents and ground truths are unique per row: no dictionary (a failed try
+    costs time) and no min/max statistics; roles, sources and languages are dictionary-encoded.
+    Guards the column paths given to the writer (a wrong path would be silently ignored)."""
+    source = write_parquet(tmp_path / "in.parquet", [GROUP_1, GROUP_2])
+    outputs = {
+        "sft": prepare_grrm_sft(source, tmp_path / "sft.parquet").output_path,
+        "rl": prepare_grrm_rl(source, tmp_path / "rl.parquet").output_path,
+    }
+    long_texts = {"messages.list.element.content", "prompt.list.element.content",
+                  "reward_model.ground_truth"}  # fmt: skip
+    short_strings = {"messages.list.element.role", "prompt.list.element.role", "data_source",
+                     "ability", "reward_model.style", "extra_info.split",
+                     "extra_info.augmentation", "extra_info.src_lang", "extra_info.trg_lang"}  # fmt: skip
+    seen = set()
+    for path in outputs.values():
+        group0 = pq.ParquetFile(path).metadata.row_group(0)
+        for i in range(group0.num_columns):
+            column = group0.column(i)
+            name = column.path_in_schema
+            seen.add(name)
+            dictionary = "RLE_DICTIONARY" in column.encodings
+            if name in long_texts:
+                assert not dictionary and not column.is_stats_set, name
+            else:
+                assert column.is_stats_set, name
+                assert dictionary == (name in short_strings), name
+    assert long_texts | short_strings <= seen

@@ -636,8 +636,10 @@ def _clean_analyses(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
     """
     n = len(texts)
     kind = texts.type.value_type if pa.types.is_dictionary(texts.type) else texts.type
-    is_text = pa.types.is_string(kind) or pa.types.is_large_string(kind)
-    texts = _as_type(texts, pa.string()) if is_text or pa.types.is_string_view(kind) else None
+    is_text = (
+        pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
+    )
+    texts = _as_type(texts, pa.string()) if is_text else None
     if texts is None:  # not strings (a number cast to text would be wrong): every row fails
         return pa.nulls(n, pa.string()), np.zeros(n, bool)
     cleaned = pc.replace_substring_regex(
@@ -785,19 +787,21 @@ def _heads(clean: _Clean) -> pa.Array:
     return pc.binary_join_element_wise(*_template_parts(GRRM_PROMPT_HEAD, fields), "")
 
 
-_BLOCK_PREFIX, _BLOCK_SUFFIX = (
-    [GRRM_CANDIDATE_BLOCK.format(label=label, text="\0").split("\0")[0] for label in LABELS],
-    GRRM_CANDIDATE_BLOCK.format(label="A", text="\0").split("\0")[1],
-)
-_BLOCK_PREFIXES = pa.array(_BLOCK_PREFIX, pa.string())
+def _label_affixes(template: str, field: str) -> tuple[pa.Array, str]:
+    """A template of `{label}` and one other `field`, split around that field: the text before
+    it for each label (an array indexed by label position) and the text after it."""
+    prefixes = [template.format_map({"label": label, field: "\0"}) for label in LABELS]
+    suffixes = {text.split("\0")[1] for text in prefixes}
+    assert len(suffixes) == 1, f"{template!r}: the label must come before {{{field}}}"
+    return pa.array([text.split("\0")[0] for text in prefixes], pa.string()), suffixes.pop()
+
+
+_BLOCK_PREFIXES, _BLOCK_SUFFIX = _label_affixes(GRRM_CANDIDATE_BLOCK, "text")
+_SCORE_PREFIXES, _SCORE_SUFFIX = _label_affixes(SCORE_ITEM, "score")
 _TRUTH_PREFIXES = pa.array([f'"{label}": ' for label in LABELS], pa.string())
 _LABELS = pa.array(LABELS, pa.string())
 #: Before each label of a ranking line: nothing (first), a tie, or a step down.
 _RANK_SEPARATORS = pa.array(["", RANK_TIE, RANK_STEP], pa.string())
-_SCORE_PREFIXES, _SCORE_SUFFIX = (
-    pa.array([SCORE_ITEM.format(label=label, score="\0").split("\0")[0] for label in LABELS]),
-    SCORE_ITEM.format(label="A", score="\0").split("\0")[1],
-)
 
 
 def _offsets(sizes: np.ndarray) -> np.ndarray:
