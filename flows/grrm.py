@@ -18,11 +18,13 @@ from judgeflow.stages import grrm_rl_train_job
 from judgeflow.tracking import resolve_tracking_uri
 from tasks.data import download
 from tasks.evaluate import evaluate
-from tasks.grrm import prepare_grrm, sft
+from tasks.grrm import prepare_grrm
 from tasks.policies import cached
+from tasks.sft import record_sft, sft
 from tasks.tracking import (
     StageRecorder,
     log_summary,
+    publish_comparison,
     publish_summary,
     record_evaluation,
     record_training,
@@ -57,7 +59,10 @@ def grrm(
             rl_train = steps("prepare[rl_train]", sharded, job.input, job.output, cfg.data.shards, job.options)  # fmt: skip
         data = steps("prepare", prepare_grrm, cfg, manifest, run_id, rl_train)
         if stage in ("sft", "full"):
-            model_dir = steps("sft", sft, cfg, data, run_id)
+            tuned = steps("sft", sft, cfg, data.sft_file, run_id)
+            record_sft(cfg, run_id, tuned, None)
+            steps.add_metrics("sft", tuned.metrics)
+            model_dir = tuned.model_dir
             if cfg.evaluation.enabled:
                 result = steps("evaluate[sft]", evaluate, cfg, model_dir, data.rl, run_id, "sft")
                 metrics |= record_evaluation(cfg, run_id, "sft", result)
@@ -82,13 +87,18 @@ def grrm(
         log_summary(cfg, run_id, {"mlflow_run_id": run_id, "error": repr(exc)}, status="FAILED")
         raise
 
+    for row in steps.rows:
+        label = row["stage"].removeprefix("evaluate[").removesuffix("]")
+        steps.add_metrics(row["stage"], {k: v for k, v in metrics.items() if k.startswith(f"{label}/")})  # fmt: skip
     publish_summary(cfg, run_id, steps.rows, str(flow_run.get_id()))
+    comparison = publish_comparison(cfg, run_id, metrics, ["before", "sft", "after"])
     summary = {
         "mlflow_run_id": run_id,
         "tracking_uri": resolve_tracking_uri(cfg.tracking.tracking_uri),
         "stage": stage,
         "checkpoint": model_dir,
         "metrics": metrics,
+        "comparison": comparison,
         "stages": {row["stage"]: row["status"] for row in steps.rows},
     }
     log_summary(cfg, run_id, summary)

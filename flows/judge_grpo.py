@@ -1,6 +1,9 @@
 """judge-grpo: train a pointwise or pairwise judge with GRPO.
 
-download → prepare → evaluate (before) → train → evaluate (after) → log
+download → prepare → evaluate (before) → [SFT → evaluate (sft)] → train (GRPO) → evaluate (after) → log
+
+With `sft.enabled`, LLaMA-Factory fine-tunes model.path on the `messages` rows of `sft.source`
+first, and GRPO starts from that model (lineage tags on the MLflow run).
 
 Every stage is cached on what it depends on (tasks/policies.py, judgeflow/caching.py): a
 scheduled retraining on unchanged data reuses every stage and submits no job. The run's
@@ -13,13 +16,16 @@ from prefect import flow
 from prefect.runtime import flow_run
 
 from judgeflow.config import load_config
+from judgeflow.stages import sft_source_config, with_policy
 from judgeflow.tracking import resolve_tracking_uri
 from tasks.data import download, prepare
 from tasks.evaluate import evaluate
 from tasks.policies import cached
+from tasks.sft import prepare_sft, record_sft, sft
 from tasks.tracking import (
     StageRecorder,
     log_summary,
+    publish_comparison,
     publish_summary,
     record_data,
     record_evaluation,
@@ -53,14 +59,26 @@ def judge_grpo(
         if cfg.evaluation.enabled:
             before = stage("evaluate[before]", cached(evaluate), cfg, cfg.model.path, data, run_id, "before")  # fmt: skip
             metrics |= record_evaluation(cfg, run_id, "before", before)
+        rl_cfg = cfg
+        if cfg.sft.enabled:
+            sft_manifest = stage("download[sft]", cached(download), sft_source_config(cfg))
+            sft_data = stage("prepare[sft]", prepare_sft, cfg, sft_manifest)
+            retrying_sft = cached(sft, retries=cfg.cluster.retries, retry_delay_s=cfg.cluster.retry_delay_s)  # fmt: skip
+            tuned = stage("sft", retrying_sft, cfg, sft_data.file, run_id)
+            record_sft(cfg, run_id, tuned, sft_data)
+            stage.add_metrics("sft", tuned.metrics)
+            rl_cfg = with_policy(cfg, tuned.model_dir)  # GRPO starts from the SFT model
+            if cfg.evaluation.enabled:
+                mid = stage("evaluate[sft]", cached(evaluate), rl_cfg, tuned.model_dir, data, run_id, "sft")  # fmt: skip
+                metrics |= record_evaluation(cfg, run_id, "sft", mid)
         retrying = cached(
             train, retries=cfg.cluster.retries, retry_delay_s=cfg.cluster.retry_delay_s
         )
-        trained = stage("train", retrying, cfg, data, run_id)
-        record_training(cfg, run_id, trained)
-        stage.add_metrics("train", {"global_step": trained.model.global_step})
+        trained = stage("train", retrying, rl_cfg, data, run_id)
+        record_training(rl_cfg, run_id, trained)
+        stage.add_metrics("train", {"global_step": trained.model.global_step, **trained.model.metrics})  # fmt: skip
         if cfg.evaluation.enabled:
-            after = stage("evaluate[after]", cached(evaluate), cfg, trained.model.model_dir, data, run_id, "after")  # fmt: skip
+            after = stage("evaluate[after]", cached(evaluate), rl_cfg, trained.model.model_dir, data, run_id, "after")  # fmt: skip
             metrics |= record_evaluation(cfg, run_id, "after", after)
     except BaseException as exc:
         publish_summary(cfg, run_id, stage.rows, str(flow_run.get_id()))
@@ -69,8 +87,9 @@ def judge_grpo(
 
     for row in stage.rows:
         label = row["stage"].removeprefix("evaluate[").removesuffix("]")
-        stage.add_metrics(row["stage"], {k: v for k, v in metrics.items() if k.startswith(label)})
+        stage.add_metrics(row["stage"], {k: v for k, v in metrics.items() if k.startswith(f"{label}/")})  # fmt: skip
     table = publish_summary(cfg, run_id, stage.rows, str(flow_run.get_id()))
+    comparison = publish_comparison(cfg, run_id, metrics, ["before", "sft", "after"])
     summary = {
         "mlflow_run_id": run_id,
         "tracking_uri": resolve_tracking_uri(cfg.tracking.tracking_uri),
@@ -78,6 +97,7 @@ def judge_grpo(
         "checkpoint": trained.model.model_dir,
         "global_step": trained.model.global_step,
         "metrics": metrics,
+        "comparison": comparison,
         "stages": {row["stage"]: row["status"] for row in stage.rows},
     }
     log_summary(cfg, run_id, summary)

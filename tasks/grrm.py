@@ -1,5 +1,5 @@
-"""GRRM tasks: prepare SFT + RL data (optionally the RL train split in shards on Ray), and the
-LLaMA-Factory SFT cold start as a job."""
+"""GRRM tasks: prepare SFT + RL data (optionally the RL train split in shards on Ray); the SFT
+cold start itself is `tasks.sft.sft`, shared with the judge recipes."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from judgeflow.data import GrrmPrepareResult
 from judgeflow.data import shards as grrm_shards
 from judgeflow.storage import Manifest
 from judgeflow.tracking import Tracker
-from tasks.jobs import run_job
 from tasks.policies import BACKOFF, JITTER, retry_transient
 
 
@@ -63,13 +62,3 @@ def merge_grrm_shards(
     plan: grrm_shards.GrrmShardPlan, results: list[grrm_shards.GrrmShardResult]
 ) -> GrrmPrepareResult:
     return grrm_shards.merge_grrm_rl_shards(plan, results)
-
-
-@task(name="sft", task_run_name="sft[{cfg.recipe}@{cfg.cluster.backend}]")
-def sft(cfg: RunConfig, data: stages.GrrmData, run_id: str) -> str:
-    """LLaMA-Factory SFT of model.path; returns the fine-tuned model directory."""
-    job_id, result = run_job(cfg, stages.sft_stage_spec(cfg, data.sft_file, run_id))
-    Tracker.attach(run_id, cfg.tracking.tracking_uri).set_tags(
-        {"judgeflow.sft.job_id": job_id, "judgeflow.sft.model_dir": result["model_dir"]}
-    )
-    return str(result["model_dir"])

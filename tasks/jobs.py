@@ -6,16 +6,43 @@ from collections.abc import Callable
 from typing import Any
 
 from prefect import get_client
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.context import TaskRunContext
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 
-from judgeflow.cluster import StageSpec, registry, submit, watch
+from judgeflow.cluster import StageProgress, StageSpec, registry, submit, watch
 from judgeflow.config import RunConfig
+from judgeflow.console import report_progress
+
+
+def training_progress(cfg: RunConfig, stage: str) -> Callable[[StageProgress], None]:
+    """A progress artifact for a training stage (`sft-progress`, `training-progress`), and the
+    terminal bar when `judgeflow run` shows one; returns what updates both."""
+    key = "training-progress" if stage == "train" else f"{stage}-progress"
+    artifact_id = create_progress_artifact(
+        0.0, key=key, description=f"{cfg.recipe} {stage}: waiting for the job to start"
+    )
+
+    def update(progress: StageProgress) -> None:
+        report_progress(stage, progress.step, progress.total, progress.metrics)
+        if progress.total > 0:
+            shown = ", ".join(f"{k.split('/')[-1]} {v:.3f}" for k, v in progress.metrics.items())
+            update_progress_artifact(
+                artifact_id,
+                progress=min(100.0, 100.0 * progress.step / progress.total),
+                description=f"{cfg.recipe} {stage}: step {progress.step}/{progress.total}"
+                + (f" ({shown})" if shown else ""),
+            )
+
+    return update
 
 
 def run_job(
-    cfg: RunConfig, spec: StageSpec, *, on_progress: Callable[[int, int], None] | None = None
+    cfg: RunConfig,
+    spec: StageSpec,
+    *,
+    on_progress: Callable[[StageProgress], None] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Submit, record for cancellation, stream the log; returns (job id, result).
 

@@ -98,7 +98,8 @@ def retry_transient(task: Any, task_run: Any, state: Any) -> bool:
 
 @dataclass
 class StageCache(CachePolicy):
-    """Cache key of a pipeline stage (download, prepare, evaluate, train) from `judgeflow.caching`."""
+    """Cache key of a pipeline stage (download, prepare, evaluate, sft, train) from
+    `judgeflow.caching`."""
 
     stage: str = ""
 
@@ -116,6 +117,8 @@ class StageCache(CachePolicy):
             key = caching.prepare_key(cfg, inputs["manifest"].content_hash)
         elif self.stage == "evaluate":
             key = caching.evaluate_key(cfg, inputs["model_dir"], inputs["data"].report)
+        elif self.stage == "sft":
+            key = caching.sft_key(cfg, inputs["sft_file"])
         elif self.stage == "train":
             key = caching.train_key(cfg, inputs["data"].report)
         else:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from prefect import task
@@ -19,6 +21,7 @@ from prefect.runtime import flow_run
 from judgeflow import stages
 from judgeflow.cluster import registry
 from judgeflow.config import RunConfig
+from judgeflow.console import comparison_rows, report_stage
 from judgeflow.storage import Manifest
 from judgeflow.tracking import Tracker
 from tasks.policies import BACKOFF, retry_transient
@@ -128,6 +131,7 @@ class StageRecorder:
         if status == "failed":
             row["error"] = (state.message or "")[:300]
         self.rows.append(row)
+        report_stage(stage, status, row["duration_s"])
         return state.result()  # raises the stage's error when it failed
 
     def status(self, stage: str) -> str | None:
@@ -139,29 +143,49 @@ class StageRecorder:
                 row.setdefault("metrics", {}).update(metrics)
 
 
+#: The run-summary's metric columns, in order: a stage's `<anything>/<name>` metric lands in
+#: the column `<name>` (e.g. `after/reward_mean` and `train/reward_mean` both in reward_mean).
+SUMMARY_COLUMNS = ("global_step", "reward_mean", "format_failure_rate", "exact_match", "mae",
+                   "accuracy", "ranking_reward", "loss")  # fmt: skip
+
+
+def summary_table(
+    rows: list[dict[str, Any]], *, link: str, jobs: dict[str, list[str]]
+) -> list[dict[str, Any]]:
+    """One row per stage, one column per key metric (empty where a stage has none)."""
+    table = []
+    for row in rows:
+        metrics = {key.rsplit("/", 1)[-1]: value for key, value in row.get("metrics", {}).items()}
+        entry: dict[str, Any] = {
+            "stage": row["stage"],
+            "status": row["status"],
+            "duration_s": row["duration_s"],
+        }
+        for column in SUMMARY_COLUMNS:
+            value = metrics.get(column)
+            entry[column] = round(float(value), 4) if isinstance(value, int | float) else ""
+        entry["slurm_job_ids"] = ", ".join(jobs.get(_job_stage(row["stage"]), []))
+        entry["error"] = row.get("error", "")
+        entry["mlflow"] = link
+        table.append(entry)
+    used = {c for c in SUMMARY_COLUMNS if any(e[c] != "" for e in table)}
+    return [{k: v for k, v in e.items() if k not in SUMMARY_COLUMNS or k in used} for e in table]
+
+
 @task(name="publish-summary", **_retrying)
 def publish_summary(
     cfg: RunConfig, run_id: str | None, rows: list[dict[str, Any]], flow_run_id: str
 ) -> list[dict[str, Any]]:
-    """The `run-summary` table artifact (stage, status, duration, metrics, MLflow link, jobs)
+    """The `run-summary` table artifact (stage, status, duration, key metrics, jobs, MLflow link)
     and `judgeflow.cached.<stage>` tags on the MLflow run."""
     tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri) if run_id else None
     link = (tracker.url() or f"mlflow run {run_id}") if tracker else ""
-    jobs = submitted_jobs(cfg.cluster.shared_dir, flow_run_id)
-    table = [
-        {
-            "stage": row["stage"],
-            "status": row["status"],
-            "duration_s": row["duration_s"],
-            "metrics": json.dumps(row.get("metrics", {}), sort_keys=True, default=str),
-            "mlflow": link,
-            "slurm_job_ids": ", ".join(jobs.get(_job_stage(row["stage"]), []))
-            if cfg.cluster.backend == "slurm"
-            else "",
-            "error": row.get("error", ""),
-        }
-        for row in rows
-    ]
+    jobs = (
+        submitted_jobs(cfg.cluster.shared_dir, flow_run_id)
+        if cfg.cluster.backend == "slurm"
+        else {}
+    )
+    table = summary_table(rows, link=link, jobs=jobs)
     create_table_artifact(
         key="run-summary",
         table=table,
@@ -172,6 +196,47 @@ def publish_summary(
             {_tag(row["stage"]): str(row["status"] == "cached").lower() for row in rows}
         )
     return table
+
+
+#: Training curves drawn into `plots/training_curves.png`: (metric, panel title).
+CURVES = (
+    ("sft/loss", "SFT loss"),
+    ("train/reward_mean", "GRPO reward (mean)"),
+    ("train/format_failure_rate", "GRPO format-failure rate"),
+    ("val/reward_mean", "validation reward (mean)"),
+)
+
+
+@task(name="publish-comparison", **_retrying)
+def publish_comparison(
+    cfg: RunConfig, run_id: str, metrics: dict[str, float], labels: list[str]
+) -> list[dict[str, Any]]:
+    """The before → after comparison: a `before-after` table artifact in Prefect; in MLflow the
+    same table (`eval/comparison.json`), its bar chart and the training curves as PNGs."""
+    from judgeflow.plots import plot_comparison, plot_curves
+
+    rows = comparison_rows(metrics, labels)
+    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
+    with tempfile.TemporaryDirectory() as tmp:
+        curves = {title: tracker.metric_history(key) for key, title in CURVES}
+        if any(curves.values()):
+            png = plot_curves(curves, Path(tmp) / "training_curves.png", title=f"{cfg.recipe}: training")  # fmt: skip
+            tracker.log_image_file(png, "plots")
+        if rows:
+            png = plot_comparison(rows, Path(tmp) / "before_after.png", title=f"{cfg.recipe}: before → after")  # fmt: skip
+            tracker.log_image_file(png, "plots")
+    if rows:
+        tracker.log_table(rows, "eval/comparison.json")
+        create_table_artifact(
+            key="before-after",
+            table=[_rounded(row) for row in rows],
+            description=f"{cfg.recipe}: judge quality on the validation split, per evaluation",
+        )
+    return rows
+
+
+def _rounded(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}
 
 
 def submitted_jobs(shared_dir: str, flow_run_id: str) -> dict[str, list[str]]:

@@ -12,12 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from prefect import task
-from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from judgeflow import stages
 from judgeflow.cluster import registry
 from judgeflow.config import RunConfig
-from tasks.jobs import run_job
+from tasks.jobs import run_job, training_progress
 from tasks.policies import retry_transient
 
 
@@ -37,18 +36,7 @@ class TrainOutcome:
     retry_condition_fn=retry_transient,
 )
 def train(cfg: RunConfig, data: stages.PreparedData, run_id: str) -> TrainOutcome:
-    artifact_id = create_progress_artifact(
-        0.0, key="training-progress", description=f"{cfg.recipe}: waiting for the job to start"
-    )
-
-    def progress(step: int, total: int) -> None:
-        if total > 0:
-            update_progress_artifact(
-                artifact_id,
-                progress=min(100.0, 100.0 * step / total),
-                description=f"{cfg.recipe}: step {step}/{total}",
-            )
-
+    progress = training_progress(cfg, "train")
     job_id, result = run_job(cfg, stages.train_stage_spec(cfg, data, run_id), on_progress=progress)
     return TrainOutcome(stages.TrainedModel(**result), job_id, cfg.cluster.backend, run_id)
 

@@ -8,6 +8,7 @@ the stages downstream of it. Each stage's key names its inputs by content, never
 - prepare:  the manifest's content hash + the preparation parameters + the code version of
   `judgeflow.data`;
 - evaluate: the model directory + the prepared data + the evaluation settings;
+- sft:      the SFT data's sha256 + the base model and SFT settings + the engines' code;
 - train:    the prepared train/validation files' sha256 + the training-relevant configuration
   (model, GRPO, engine, sequence lengths, seed, nodes × GPUs; not tracking, evaluation or
   placement) + the code version of the engines and rewards.
@@ -152,6 +153,21 @@ def train_key(cfg: RunConfig, report: dict[str, Any]) -> str:
     )
 
 
+def sft_key(cfg: RunConfig, sft_file: str) -> str:
+    """The SFT model depends on its data (sha256), the base model and the SFT settings."""
+    from judgeflow.data.io import sha256_file
+
+    return "sft-" + digest(
+        sha256_file(sft_file),
+        cfg.model.model_dump(mode="json"),
+        cfg.sft.model_dump(mode="json", exclude={"enabled", "source"}),
+        cfg.data.seed,
+        cfg.cluster.nodes,
+        cfg.cluster.gpus_per_node,
+        code_version(*TRAIN_CODE),
+    )
+
+
 def evaluate_key(cfg: RunConfig, model_dir: str, report: dict[str, Any]) -> str:
     """A model measured on the same data with the same settings gives the same numbers."""
     return "evaluate-" + digest(
@@ -191,6 +207,7 @@ __all__ = [
     "prepare_identity",
     "prepare_key",
     "prepared_data_hash",
+    "sft_key",
     "source_fingerprint",
     "train_key",
     "training_config",

@@ -213,6 +213,19 @@ def tiny_model_cmd(
     console.print(f"[green]tiny model[/] {path}")
 
 
+@dev_app.command("demo-data")
+def demo_data_cmd(
+    out_dir: Annotated[
+        Path, typer.Argument(help="Directory to write the tinyjudge_*.jsonl files to.")
+    ],
+) -> None:
+    """Write the tiny demo's sample data (what judgeflow ships in samples/) again."""
+    from judgeflow.dev.demo_data import write_demo_data
+
+    for path in write_demo_data(out_dir):
+        console.print(f"[green]wrote[/] {path}")
+
+
 @stage_app.command("run")
 def stage_run_cmd(input_file: Path) -> None:
     """Run the stage described by an input file; writes result.json (and progress.json) beside it."""
@@ -274,36 +287,96 @@ def run_cmd(
 
     try:
         cfg = load_config(recipe, profile=profile, overrides=set_ or [])
+        _ensure_model(cfg.model.path)
     except ConfigError as exc:
         raise _fail(exc) from None
     home = judgeflow_home()
-    # The flow's Prefect database lives with the rest of the local state, so `prefect server
-    # start` with the same PREFECT_HOME shows this run afterwards.
-    os.environ.setdefault("PREFECT_HOME", str(home / "prefect"))
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    interactive = sys.stdout.isatty()
+    _local_prefect_settings(home, quiet_console=interactive)
     try:
-        if cfg.mode == "grrm":
-            from flows.grrm import grrm
+        with _progress_view(interactive):
+            if cfg.mode == "grrm":
+                from flows.grrm import grrm
 
-            summary = grrm(recipe=recipe, stage=stage.value, profile=profile, overrides=set_ or [])
-        else:
-            from flows.judge_grpo import judge_grpo
+                summary = grrm(
+                    recipe=recipe, stage=stage.value, profile=profile, overrides=set_ or []
+                )
+            else:
+                from flows.judge_grpo import judge_grpo
 
-            summary = judge_grpo(
-                recipe=recipe, mode=cfg.mode, profile=profile, overrides=set_ or []
-            )
+                summary = judge_grpo(
+                    recipe=recipe, mode=cfg.mode, profile=profile, overrides=set_ or []
+                )
     except _user_errors() as exc:
         raise _fail(exc) from None
     _print_summary(summary, home)
 
 
+#: How long `judgeflow run` waits for Prefect's local server: a cold first start on a slow
+#: machine (no bytecode cached yet) has taken longer than Prefect's own 20 s default.
+PREFECT_STARTUP_TIMEOUT_S = 300
+
+
+def _local_prefect_settings(home: Path, *, quiet_console: bool) -> None:
+    """Prefect's state under JUDGEFLOW_HOME, a start-up wait sized for a slow machine, and (on a
+    terminal, where progress bars show the run) only warnings from Prefect's console logger;
+    the task logs still reach the Prefect server. Explicit user settings win."""
+    prefect_home = Path(os.environ.setdefault("PREFECT_HOME", str(home / "prefect")))
+    os.environ.setdefault("PREFECT_MEMO_STORE_PATH", str(prefect_home / "memo_store.toml"))
+    os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", str(prefect_home / "storage"))
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault(
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", str(PREFECT_STARTUP_TIMEOUT_S)
+    )
+    if quiet_console:
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
+    prefect_home.mkdir(parents=True, exist_ok=True)
+
+
+def _progress_view(interactive: bool):  # -> ContextManager
+    """Progress bars on a terminal; nothing extra when the output is a file or a pipe."""
+    from contextlib import nullcontext
+
+    from judgeflow.console import terminal_view
+
+    return terminal_view(Console(soft_wrap=True)) if interactive else nullcontext()
+
+
+def _ensure_model(path: str) -> None:
+    """Build the tiny model when a profile points at it and it is missing (a new
+    JUDGEFLOW_HOME); a missing local directory otherwise is a one-line error, not a hub lookup."""
+    from judgeflow.config import judgeflow_home
+
+    target = Path(path)
+    if not target.is_absolute() and not path.startswith("."):
+        return  # a hub id such as Qwen/Qwen3-8B
+    if (target / "config.json").is_file():
+        return
+    if target.resolve() == (judgeflow_home() / "tiny-model").resolve():
+        from judgeflow.dev.tiny_model import build_tiny_model
+
+        console.print(f"building the tiny model in {target} (offline, seconds)")
+        build_tiny_model(target)
+        return
+    raise ConfigError(
+        f"model.path {path}: no model there (no config.json). Point model.path at a model "
+        f"directory or a hub id; for a tiny CPU model run `judgeflow dev tiny-model {path}`"
+    )
+
+
 def _print_summary(summary: dict, home: Path) -> None:
+    from judgeflow.console import comparison_table
+
     out = Console(soft_wrap=True)
     out.rule("[bold]judgeflow run finished")
     out.print(f"MLflow run id : [bold]{summary['mlflow_run_id']}[/]")
     out.print(f"checkpoint    : {summary.get('checkpoint')}")
-    for key, value in sorted(summary.get("metrics", {}).items()):
-        out.print(f"  {key:32s} {value:.4f}")
+    rows = summary.get("comparison") or []
+    if rows:
+        out.print(comparison_table(rows, "Judge on the validation split (before → after)"))
+    else:
+        for key, value in sorted(summary.get("metrics", {}).items()):
+            out.print(f"  {key:32s} {value:.4f}")
     uri = summary.get("tracking_uri", "")
     prefect_home = os.environ.get("PREFECT_HOME", str(home / "prefect"))
     out.print("\nOpen the UIs:")

@@ -72,8 +72,15 @@ class DataConfig(_Section):
 
 
 class SftConfig(_Section):
-    """LLaMA-Factory supervised fine-tuning (the GRRM cold start); the base model is model.path."""
+    """LLaMA-Factory supervised fine-tuning; the base model is model.path.
 
+    GRRM always has it (its `--stage` picks sft / rlvr / full, data from the GRRM source). The
+    judge recipes run it before GRPO when `enabled`, on the `messages` rows of `source`
+    (OpenJudge's SFT format), and GRPO then starts from the SFT model.
+    """
+
+    enabled: bool = Field(False, description="judge recipes: SFT warm start before GRPO")
+    source: str | None = Field(None, description="judge recipes: SFT data (`messages` rows)")
     template: str = "chatml"
     cutoff_len: int = Field(12000, gt=0)
     per_device_train_batch_size: int = Field(4, gt=0)
@@ -273,6 +280,13 @@ class RunConfig(_Section):
             and not self.cluster.gpus_per_node
         ):
             raise ValueError("engine=verl needs GPUs: set cluster.gpus_per_node")
+        if self.mode != "grrm" and self.sft.enabled and not self.sft.source:
+            raise ValueError("sft.enabled needs sft.source: the `messages` rows to train on")
+        if self.mode == "grrm" and (self.sft.enabled or self.sft.source):
+            raise ValueError(
+                "sft.enabled / sft.source are for the judge recipes; GRRM's SFT runs on its own "
+                "data and `judgeflow run grrm-full --stage sft|rlvr|full` decides whether it runs"
+            )
         return self
 
     @property

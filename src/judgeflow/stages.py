@@ -308,32 +308,49 @@ def evaluate_stage_spec(
     return stage_spec(cfg, "evaluate", run_id, payload, name=f"evaluate-{label}")
 
 
+#: Metrics a stage's progress file carries (the terminal bar shows them beside the step).
+PROGRESS_METRICS = ("train/reward_mean", "train/format_failure_rate", "sft/loss")
+
+
 def run_stage_job(input_file: str | Path) -> dict[str, Any]:
     """Inside the job: run the stage named in the input file; leave progress and result."""
     inp = json.loads(Path(input_file).read_text())
     cfg = RunConfig.model_validate(inp["config"])
     workdir = Path(input_file).parent
+    tracker = Tracker.attach(inp["run_id"], cfg.tracking.tracking_uri)
+    latest: dict[str, float] = {}
+    position = {"step": 0, "total": 0}
+
+    def write_progress() -> None:
+        shown = {k: latest[k] for k in PROGRESS_METRICS if k in latest}
+        write_json(workdir / PROGRESS_FILE, {**position, "metrics": shown})
+
+    def progress(step: int, total: int) -> None:
+        position.update(step=step, total=total)
+        write_progress()
+
+    def sink(metrics: dict[str, float], step: int) -> None:
+        tracker(metrics, step)
+        latest.update(metrics)
+        write_progress()
+
     result: dict[str, Any]
     if inp["stage"] == "sft":
-        tracker = Tracker.attach(inp["run_id"], cfg.tracking.tracking_uri)
-        result = sft_stage(cfg, inp["sft_file"], output_dir=inp["output_dir"], metrics_sink=tracker)
+        result = sft_stage(
+            cfg, inp["sft_file"], output_dir=inp["output_dir"], metrics_sink=sink, progress=progress
+        )
         if os.environ.get("NODE_RANK", "0") != "0":
             return result  # only the first node reports
         write_json(workdir / RESULT_FILE, result)
         return result
     data = PreparedData(**inp["data"])
     if inp["stage"] == "train":
-
-        def progress(step: int, total: int) -> None:
-            write_json(workdir / PROGRESS_FILE, {"step": step, "total": total})
-
-        tracker = Tracker.attach(inp["run_id"], cfg.tracking.tracking_uri)
         model = train_stage(
             cfg,
             data,
             output_dir=inp["output_dir"],
             run_id=inp["run_id"],
-            metrics_sink=tracker,
+            metrics_sink=sink,
             progress=progress,
         )
         result = asdict(model)
@@ -343,6 +360,42 @@ def run_stage_job(input_file: str | Path) -> dict[str, Any]:
         raise ValueError(f"{input_file}: unknown stage {inp['stage']!r}")
     write_json(workdir / RESULT_FILE, result)
     return result
+
+
+# ---------------------------------------------------------------------------- judge SFT
+
+
+@dataclass(frozen=True)
+class SftData:
+    """The validated SFT conversations (`messages` parquet) and their report."""
+
+    file: str
+    report: dict[str, Any]  # counts (read / written / dropped), dropped rows, sha256
+
+
+def sft_source_config(cfg: RunConfig) -> RunConfig:
+    """`cfg` with `data.source` pointing at the SFT source, so `download` fetches it."""
+    if not cfg.sft.source:
+        raise ValueError("sft.source is not set")
+    data = cfg.data.model_copy(update={"source": cfg.sft.source, "revision": None})
+    return cfg.model_copy(update={"data": data})
+
+
+def prepare_sft_stage(cfg: RunConfig, manifest: Manifest) -> SftData:
+    """Validate the judge SFT rows into one `messages` parquet, keyed by content."""
+    from judgeflow.data.sft import prepare_sft_messages
+
+    key = _short_hash(manifest.content_hash, "sft-messages", str(cfg.data.skip_invalid))
+    out = store_for(cfg).local_dir("prepared", key) / "sft.parquet"
+    result = prepare_sft_messages(
+        [str(p) for p in manifest.paths], out, skip_invalid=cfg.data.skip_invalid
+    )
+    return SftData(file=result.output_path, report=result.report)
+
+
+def with_policy(cfg: RunConfig, model_dir: str) -> RunConfig:
+    """`cfg` whose policy (model.path) is `model_dir`: RL starts from the SFT model."""
+    return cfg.model_copy(update={"model": cfg.model.model_copy(update={"path": model_dir})})
 
 
 # ---------------------------------------------------------------------------- GRRM
@@ -481,11 +534,14 @@ def sft_stage(
     *,
     output_dir: str | Path,
     metrics_sink: Callable[[dict[str, float], int], None] | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """LLaMA-Factory SFT of model.path on the GRRM messages; returns the model dir and metrics."""
+    """LLaMA-Factory SFT of model.path on `messages` rows; returns the model dir and metrics."""
     from judgeflow.engines.llamafactory import run_sft
 
-    result = run_sft(sft_params(cfg, output_dir), sft_file, metrics_sink=metrics_sink)
+    result = run_sft(
+        sft_params(cfg, output_dir), sft_file, metrics_sink=metrics_sink, progress=progress
+    )
     return {"model_dir": str(result.model_dir), "metrics": dict(result.metrics)}
 
 

@@ -111,10 +111,19 @@ class Tracker:
             columns = {k: [r.get(k) for r in rows] for k in rows[0]}
             self.client.log_table(self.run_id, data=columns, artifact_file=artifact_file)
 
+    def log_image_file(self, path: str | Path, artifact_path: str) -> None:
+        """A PNG (or any file) written elsewhere, under `artifact_path` in the run."""
+        self.client.log_artifact(self.run_id, str(path), artifact_path)
+
     def finish(self, status: str = "FINISHED") -> None:
         self.client.set_terminated(self.run_id, status=status)
 
     # -- reading (tests, summaries)
+
+    def metric_history(self, key: str) -> list[tuple[int, float]]:
+        """(step, value) of every logged value of `key`, in step order."""
+        history = self.client.get_metric_history(self.run_id, metric_name(key))
+        return sorted((int(m.step), float(m.value)) for m in history)
 
     def run_name(self) -> str:
         return str(self.client.get_run(self.run_id).info.run_name)

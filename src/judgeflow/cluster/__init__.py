@@ -4,7 +4,7 @@ handle = submit(spec, cluster_config)      # returns at once
 result = watch(handle, on_log=print)       # or handle.result()
 """
 
-from judgeflow.cluster.monitor import watch
+from judgeflow.cluster.monitor import StageProgress, watch
 from judgeflow.cluster.stage import StageFailed, StageSpec
 from judgeflow.cluster.submit import JobState, StageHandle, render_sbatch, submit
 
@@ -12,6 +12,7 @@ __all__ = [
     "JobState",
     "StageFailed",
     "StageHandle",
+    "StageProgress",
     "StageSpec",
     "render_sbatch",
     "submit",

@@ -9,16 +9,26 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from judgeflow.cluster.submit import StageHandle
+
+
+@dataclass(frozen=True)
+class StageProgress:
+    """What a running stage last wrote to its progress file: step / total and a few metrics."""
+
+    step: int
+    total: int
+    metrics: dict[str, float] = field(default_factory=dict)
 
 
 def watch(
     handle: StageHandle,
     *,
     on_log: Callable[[str], None],
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: Callable[[StageProgress], None] | None = None,
     poll_s: float = 2.0,
 ) -> dict[str, Any]:
     """Poll until the job ends; then return its result (or raise StageFailed)."""
@@ -29,7 +39,7 @@ def watch(
         pending = _emit_lines(pending + text, on_log)
         progress = _read_progress(handle)
         if on_progress and progress and progress != last_progress:
-            on_progress(*progress)
+            on_progress(progress)
             last_progress = progress
         if finished:
             break
@@ -54,9 +64,10 @@ def _last_segment(line: str) -> str:
     return line.rstrip("\r").rsplit("\r", 1)[-1]
 
 
-def _read_progress(handle: StageHandle) -> tuple[int, int] | None:
+def _read_progress(handle: StageHandle) -> StageProgress | None:
     try:
         data = json.loads(handle.spec.progress_path.read_text())
-        return int(data["step"]), int(data["total"])
-    except (OSError, ValueError, KeyError, TypeError):
+        metrics = {str(k): float(v) for k, v in (data.get("metrics") or {}).items()}
+        return StageProgress(int(data["step"]), int(data["total"]), metrics)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

@@ -29,6 +29,7 @@ __all__ = [
     "SftResult",
     "map_trainer_log",
     "run_sft",
+    "sft_line",
     "torchrun_env",
     "train_command",
     "write_dataset_info",
@@ -37,6 +38,10 @@ __all__ = [
 ]
 
 MetricsSink = Callable[[dict[str, float], int], None]
+Progress = Callable[[int, int], None]
+#: LLaMA-Factory's own output (its logs, the Trainer's bars and dicts) goes here, in output_dir.
+ENGINE_LOG = "llamafactory.log"
+_FAILURE_TAIL_LINES = 40
 
 #: The file LLaMA-Factory's LogCallback appends to in `output_dir` (0.9.x).
 TRAINER_LOG = "trainer_log.jsonl"
@@ -330,15 +335,21 @@ def run_sft(
     env: Mapping[str, str] | None = None,
     work_dir: str | Path | None = None,
     dataset_name: str = "judgeflow_sft",
+    progress: Progress | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> SftResult:
     """Run `llamafactory-cli train` on a sharegpt `messages` parquet and return the model dir.
 
     The dataset registration and YAML go to `work_dir` (default `<output_dir>/judgeflow/`, so
-    the model directory records how it was trained). Output streams to this process's stdout;
-    metrics are sent to `metrics_sink(metrics, step)` as LLaMA-Factory logs them, and the
-    end-of-run summary (`train_results.json`) as `sft/summary/*`. `env` is added to the
-    environment (e.g. `torchrun_env(...)`). Raises `SftError` when the command fails.
+    the model directory records how it was trained). LLaMA-Factory's own output goes to
+    `<output_dir>/llamafactory.log`; this process prints one readable line per logging step
+    instead (to `on_line`, default stdout). Metrics are sent to `metrics_sink(metrics, step)`
+    as LLaMA-Factory logs them, and the end-of-run summary (`train_results.json`) as
+    `sft/summary/*`; `progress(step, total)` follows the steps. `env` is added to the
+    environment (e.g. `torchrun_env(...)`). Raises `SftError`, with the end of the log, when
+    the command fails.
     """
+    say = on_line or _print_line
     parquet = Path(sft_parquet).resolve()
     if not parquet.is_file():
         raise FileNotFoundError(f"{parquet}: SFT parquet not found")
@@ -359,23 +370,37 @@ def run_sft(
         for entry in tailer.read():
             metrics = map_trainer_log(entry)
             step = int(entry.get("current_steps", step))
+            total = int(entry.get("total_steps") or 0)
             latest.update(metrics)
             if metrics_sink is not None and metrics:
                 metrics_sink(metrics, step)
+            if progress is not None:
+                progress(step, total)
+            if metrics:
+                say(sft_line(step, total, metrics))
 
     command = train_command(yaml_path)
-    proc = subprocess.Popen(command, env={**os.environ, **(env or {})})
-    try:
-        while proc.poll() is None:
-            time.sleep(_POLL_S)
-            publish()
-    except BaseException:
-        proc.terminate()
-        proc.wait()
-        raise
+    output_dir.mkdir(parents=True, exist_ok=True)
+    engine_log = output_dir / ENGINE_LOG
+    say(f"sft: {' '.join(command)} (LLaMA-Factory's output: {engine_log})")
+    with engine_log.open("ab") as log:
+        proc = subprocess.Popen(
+            command, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            while proc.poll() is None:
+                time.sleep(_POLL_S)
+                publish()
+        except BaseException:
+            proc.terminate()
+            proc.wait()
+            raise
     publish()
     if proc.returncode != 0:
-        raise SftError(f"{' '.join(command)} exited with code {proc.returncode}")
+        raise SftError(
+            f"{' '.join(command)} exited with code {proc.returncode}; the end of {engine_log}:\n"
+            + _tail(engine_log, _FAILURE_TAIL_LINES)
+        )
 
     grad_norms = _grad_norms(output_dir / TRAINER_STATE)
     if metrics_sink is not None:
@@ -389,6 +414,30 @@ def run_sft(
         if metrics_sink is not None:
             metrics_sink(summary, step)
     return SftResult(model_dir=output_dir, metrics=latest, steps=step)
+
+
+def sft_line(step: int, total: int, metrics: Mapping[str, float]) -> str:
+    """One readable line for a logging step: `sft step 5/60 | loss 1.2345 | lr 9.1e-04`."""
+    parts = [f"sft step {step}/{total}" if total else f"sft step {step}"]
+    if "sft/loss" in metrics:
+        parts.append(f"loss {metrics['sft/loss']:.4f}")
+    if "sft/eval_loss" in metrics:
+        parts.append(f"eval_loss {metrics['sft/eval_loss']:.4f}")
+    if "sft/learning_rate" in metrics:
+        parts.append(f"lr {metrics['sft/learning_rate']:.1e}")
+    return " | ".join(parts)
+
+
+def _print_line(line: str) -> None:
+    print(line, flush=True)  # a job's stdout is a file: flush so the log streams per step
+
+
+def _tail(path: Path, lines: int) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])
 
 
 def _grad_norms(path: Path) -> list[tuple[int, float]]:

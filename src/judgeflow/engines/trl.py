@@ -30,12 +30,14 @@ __all__ = [
     "load_rl_parquet",
     "map_trl_logs",
     "reward_functions",
+    "step_line",
     "train_grpo",
 ]
 
 RewardName = Literal["pointwise", "pairwise", "grrm"]
 MetricsSink = Callable[[dict[str, float], int], None]
 Progress = Callable[[int, int], None]
+LineSink = Callable[[str], None]
 
 #: Columns the reward adapter reads; TRL hands every non-prompt column to reward functions.
 _REWARD_COLUMNS = ("data_source", "reward_model", "extra_info")
@@ -127,15 +129,21 @@ def train_grpo(
     metrics_sink: MetricsSink | None = None,
     progress: Progress | None = None,
     resume: bool = True,
+    on_line: LineSink | None = None,
 ) -> TrainResult:
-    """Train with GRPO on a verl RL parquet; resume from the newest checkpoint when there is one."""
+    """Train with GRPO on a verl RL parquet; resume from the newest checkpoint when there is one.
+
+    Each logging step sends one readable line (`step_line`) to `on_line` instead of the
+    Trainer's raw dict dump and progress bar.
+    """
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
     from trl import GRPOTrainer
 
     _limit_cpu_threads(params)
     output_dir = Path(params.output_dir)
     resumed_from = last_complete_checkpoint(output_dir) if resume else None
 
-    recorder = _MetricsCallback(metrics_sink, progress)
+    recorder = _MetricsCallback(metrics_sink, progress, on_line or _print_line)
     reward_funcs: list[Any] = [*reward_functions(params.reward)]
     trainer = GRPOTrainer(
         model=params.model_path,
@@ -146,6 +154,8 @@ def train_grpo(
         processing_class=_tokenizer(params.model_path),
         callbacks=[recorder],
     )
+    for noisy in (ProgressCallback, PrinterCallback):  # they print every log dict verbatim
+        trainer.remove_callback(noisy)
     trainer.train(resume_from_checkpoint=str(resumed_from) if resumed_from else None)
 
     final_dir = output_dir / "final"
@@ -244,12 +254,43 @@ def map_trl_logs(logs: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-class _MetricsCallback(TrainerCallback):
-    """Streams renamed metrics to the sink on every log, and reports step progress."""
+#: What a step line shows, in order: (metric, label, format).
+_LINE_FIELDS = (
+    ("reward_mean", "reward", "{:.3f}"),
+    ("reward_std", "±", "{:.3f}"),
+    ("format_failure_rate", "format_fail", "{:.2f}"),
+    ("zero_std_frac", "zero_std", "{:.2f}"),
+    ("kl", "kl", "{:.4f}"),
+    ("loss", "loss", "{:.4f}"),
+    ("completion_length", "len", "{:.1f}"),
+)
 
-    def __init__(self, sink: MetricsSink | None, progress: Progress | None) -> None:
+
+def step_line(step: int, total: int, metrics: Mapping[str, float]) -> str:
+    """One readable line for a logging step: `grpo step 12/40 | reward 0.625 ± 0.310 | …`."""
+    parts = [f"grpo step {step}/{total}" if total > 0 else f"grpo step {step}"]
+    for prefix, what in (("train/", ""), ("val/", "val ")):
+        shown = [
+            f"{what}{label} {fmt.format(metrics[prefix + key])}"
+            for key, label, fmt in _LINE_FIELDS
+            if prefix + key in metrics
+        ]
+        parts += shown
+    if len(parts) == 1:
+        return ""
+    return " | ".join(parts).replace(" | ± ", " ± ")
+
+
+class _MetricsCallback(TrainerCallback):
+    """Streams renamed metrics to the sink on every log, reports step progress, and writes one
+    readable line per logging step."""
+
+    def __init__(
+        self, sink: MetricsSink | None, progress: Progress | None, on_line: LineSink | None = None
+    ) -> None:
         self.sink = sink
         self.progress = progress
+        self.on_line = on_line
         self.latest: dict[str, float] = {}
 
     def on_log(
@@ -266,6 +307,9 @@ class _MetricsCallback(TrainerCallback):
         self.latest.update(metrics)
         if self.sink is not None and metrics:
             self.sink(metrics, state.global_step)
+        line = step_line(state.global_step, state.max_steps, metrics)
+        if self.on_line is not None and line:
+            self.on_line(line)
 
     def on_step_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
@@ -325,6 +369,10 @@ def _tokenizer(model_path: str) -> Any:
 
     # Left truncation keeps the end of an over-long judge prompt: the output format instructions.
     return AutoTokenizer.from_pretrained(model_path, truncation_side="left")
+
+
+def _print_line(line: str) -> None:
+    print(line, flush=True)  # a job's stdout is a file: flush so the log streams per step
 
 
 def _completion_text(completion: Any) -> str:

@@ -1,0 +1,118 @@
+"""Judge SFT data: OpenJudge SFT rows (a `messages` chat list) validated into one parquet.
+
+The judge recipes' optional warm start trains on conversations whose last turn is the judge's
+verdict. LLaMA-Factory reads the parquet written here (sharegpt `messages`, as the GRRM SFT
+file). Bad rows fail the run with file, row and field, or are dropped and counted with
+`skip_invalid`; nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from judgeflow.data.errors import DataError, DataValidationError, RowIssue
+from judgeflow.data.io import PathLike, sha256_file, write_parquet_atomic
+from judgeflow.data.readers import iter_records
+
+__all__ = ["SftPrepareResult", "prepare_sft_messages"]
+
+_ROLES = ("system", "user", "assistant")
+_SCHEMA = pa.schema(
+    [("messages", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())])))]
+)
+_LISTED = 50
+
+
+@dataclass(frozen=True)
+class SftPrepareResult:
+    output_path: str
+    rows_read: int
+    rows_written: int
+    sha256: str
+    dropped: list[dict[str, Any]] = field(default_factory=list)  # the first 50 dropped rows
+
+    @property
+    def report(self) -> dict[str, Any]:
+        return {
+            "counts": {
+                "rows_read": self.rows_read,
+                "rows_written": self.rows_written,
+                "rows_dropped": self.rows_read - self.rows_written,
+            },
+            "dropped": self.dropped,
+            "sha256": self.sha256,
+        }
+
+
+def prepare_sft_messages(
+    inputs: Sequence[PathLike], output: PathLike, *, skip_invalid: bool = False
+) -> SftPrepareResult:
+    """Validate `messages` rows from parquet / JSONL files and write them to `output` (parquet).
+
+    A valid row has a `messages` list of at least two `{"role", "content"}` turns, roles from
+    system/user/assistant, non-empty string contents, a user turn, and an assistant turn last.
+    """
+    rows: list[dict[str, Any]] = []
+    issues: list[RowIssue] = []
+    read = 0
+    for path in inputs:
+        for row, record in iter_records(path):
+            read += 1
+            issue = record if isinstance(record, RowIssue) else _check(str(path), row, record)
+            if issue is None:
+                rows.append({"messages": _turns(record["messages"])})
+            else:
+                issues.append(issue)
+    if issues and not skip_invalid:
+        raise DataValidationError(issues)
+    if not rows:
+        raise DataError(
+            f"no usable SFT rows in {', '.join(map(str, inputs))} ({read} read, "
+            f"{len(issues)} invalid): each row needs a `messages` list ending with the "
+            "assistant's turn"
+        )
+    write_parquet_atomic(pa.Table.from_pylist(rows, schema=_SCHEMA), output)
+    return SftPrepareResult(
+        output_path=str(output),
+        rows_read=read,
+        rows_written=len(rows),
+        sha256=sha256_file(output),
+        dropped=[{"reason": "invalid", **i.to_dict()} for i in issues[:_LISTED]],
+    )
+
+
+def _check(path: str, row: int, record: Any) -> RowIssue | None:
+    if not isinstance(record, dict):
+        return RowIssue(path, row, None, f"expected an object, got {type(record).__name__}")
+    messages = record.get("messages")
+    if not isinstance(messages, list) or len(messages) < 2:
+        return RowIssue(path, row, "messages", "expected a list of at least two chat turns")
+    for i, turn in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(turn, dict):
+            return RowIssue(path, row, where, f"expected an object, got {type(turn).__name__}")
+        if turn.get("role") not in _ROLES:
+            return RowIssue(
+                path, row, f"{where}.role", f"expected one of {_ROLES}, got {turn.get('role')!r}"
+            )
+        content = turn.get("content")
+        if not isinstance(content, str) or not content.strip():
+            return RowIssue(path, row, f"{where}.content", "expected a non-empty string")
+    if messages[-1]["role"] != "assistant":
+        return RowIssue(
+            path,
+            row,
+            f"messages[{len(messages) - 1}].role",
+            "the last turn must be the assistant's",
+        )
+    if not any(turn["role"] == "user" for turn in messages):
+        return RowIssue(path, row, "messages", "no user turn")
+    return None
+
+
+def _turns(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    return [{"role": t["role"], "content": t["content"]} for t in messages]
