@@ -62,7 +62,7 @@ def judge_grpo(
         rl_cfg = cfg
         if cfg.sft.enabled:
             sft_manifest = stage("download[sft]", cached(download), sft_source_config(cfg))
-            sft_data = stage("prepare[sft]", prepare_sft, cfg, sft_manifest)
+            sft_data = stage("prepare[sft]", cached(prepare_sft), cfg, sft_manifest)
             retrying_sft = cached(sft, retries=cfg.cluster.retries, retry_delay_s=cfg.cluster.retry_delay_s)  # fmt: skip
             tuned = stage("sft", retrying_sft, cfg, sft_data.file, run_id)
             record_sft(cfg, run_id, tuned, sft_data)

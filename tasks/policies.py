@@ -117,6 +117,8 @@ class StageCache(CachePolicy):
             key = caching.prepare_key(cfg, inputs["manifest"].content_hash)
         elif self.stage == "evaluate":
             key = caching.evaluate_key(cfg, inputs["model_dir"], inputs["data"].report)
+        elif self.stage == "prepare-sft":
+            key = caching.prepare_sft_key(cfg, inputs["manifest"].content_hash)
         elif self.stage == "sft":
             key = caching.sft_key(cfg, inputs["sft_file"])
         elif self.stage == "train":

@@ -82,6 +82,7 @@ def record_training(cfg: RunConfig, run_id: str, outcome: Any) -> None:
         {
             "judgeflow.train.job_id": outcome.job_id,
             "judgeflow.train.mlflow_run_id": outcome.mlflow_run_id,
+            "judgeflow.train.start_model": cfg.model.path,  # the SFT model when SFT ran
             "judgeflow.checkpoint": model.model_dir,
             "judgeflow.global_step": model.global_step,
             "judgeflow.resumed_from": model.resumed_from,

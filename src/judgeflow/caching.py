@@ -153,6 +153,13 @@ def train_key(cfg: RunConfig, report: dict[str, Any]) -> str:
     )
 
 
+def prepare_sft_key(cfg: RunConfig, manifest_hash: str) -> str:
+    """The validated SFT parquet depends on the SFT source's content and `skip_invalid`."""
+    return "prepare-sft-" + digest(
+        manifest_hash, cfg.data.skip_invalid, code_version(*PREPARE_CODE)
+    )
+
+
 def sft_key(cfg: RunConfig, sft_file: str) -> str:
     """The SFT model depends on its data (sha256), the base model and the SFT settings."""
     from judgeflow.data.io import sha256_file
@@ -189,6 +196,8 @@ def usable(result: Any) -> bool:
         paths = [result.model_dir]
     elif hasattr(result, "model"):  # a wrapper around a TrainedModel
         return usable(result.model)
+    elif hasattr(result, "file") and hasattr(result, "report"):  # SftData
+        paths = [result.file]
     elif hasattr(result, "train_file"):  # PreparedData
         paths = [result.train_file, result.val_file, result.report_file]
     elif hasattr(result, "files") and hasattr(result, "paths"):  # Manifest
@@ -206,6 +215,7 @@ __all__ = [
     "evaluate_key",
     "prepare_identity",
     "prepare_key",
+    "prepare_sft_key",
     "prepared_data_hash",
     "sft_key",
     "source_fingerprint",

@@ -89,7 +89,7 @@ def test_deployment_run_and_cron_schedule_complete_through_a_worker(
         [PREFECT, "worker", "start", "--pool", pool],
         env=env, stdout=worker_log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
-    tiny = ["evaluation.enabled=false", "grpo.max_steps=2"]
+    tiny = ["evaluation.enabled=false", "grpo.max_steps=2", "sft.enabled=false"]
     try:
         start = time.monotonic()
         run = subprocess.run(

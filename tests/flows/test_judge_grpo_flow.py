@@ -17,10 +17,16 @@ def _artifact_paths(client: MlflowClient, run_id: str, path: str | None = None) 
     return out
 
 
+def _thirds(values: list[float]) -> tuple[float, float]:
+    third = len(values) // 3
+    return sum(values[:third]) / third, sum(values[-third:]) / third
+
+
 @pytest.mark.parametrize("mode", ["pointwise", "pairwise"])
-def test_judge_grpo_flow_trains_and_tracks(
+def test_judge_grpo_flow_sft_then_grpo_learns_and_tracks(
     mode: str, prefect_server: str, mlflow_server: str, judgeflow_home: Path
 ) -> None:
+    """The tiny profile as the demo runs it: SFT warm start, 40 GRPO steps, three evaluations."""
     from prefect import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
@@ -33,17 +39,24 @@ def test_judge_grpo_flow_trains_and_tracks(
     # The checkpoint exists and is a loadable model directory.
     final = Path(summary["checkpoint"])
     assert (final / "config.json").is_file() and (final / "model.safetensors").is_file()
-    assert summary["global_step"] == 4
+    assert summary["global_step"] == 40
 
     client = MlflowClient(mlflow_server)
     run = client.get_run(summary["mlflow_run_id"])
     assert run.info.status == "FINISHED"
     # Config as params, secrets-free; lineage tags.
-    assert run.data.params["grpo.max_steps"] == "4"
+    assert run.data.params["grpo.max_steps"] == "40"
     assert run.data.params["mode"] == mode
     assert run.data.tags["judgeflow.checkpoint"] == str(final)
     assert len(run.data.tags["judgeflow.data.manifest_hash"]) == 64
     assert run.data.tags["judgeflow.config_hash"]
+    # SFT -> GRPO lineage: GRPO started from the model the SFT stage wrote.
+    sft_dir = run.data.tags["judgeflow.sft.model_dir"]
+    assert (Path(sft_dir) / "config.json").is_file()
+    assert run.data.tags["judgeflow.train.start_model"] == sft_dir
+    assert run.data.tags["judgeflow.sft.base_model"] == str(judgeflow_home / "tiny-model")
+    assert run.data.tags["judgeflow.sft.source"] == f"sample://tinyjudge_{mode}_sft.jsonl"
+    assert client.get_metric_history(run.info.run_id, "sft/loss")
     # Per-step training metrics, one point per step.
     for key in (
         "train/reward_mean",
@@ -55,18 +68,36 @@ def test_judge_grpo_flow_trains_and_tracks(
         "train/format_failure_rate",
     ):
         history = client.get_metric_history(run.info.run_id, key)
-        assert [m.step for m in history] == [1, 2, 3, 4], key
-    # Judge accuracy before and after training, and the data counts.
+        assert [m.step for m in history] == list(range(1, 41)), key
+    # The demo's targets: SFT taught the format, GRPO raised the reward, the judge improved.
+    m = run.data.metrics
+    assert m["before/format_failure_rate"] == 1.0  # the random tiny model emits no verdict
+    assert m["after/format_failure_rate"] <= 0.10
+    assert m["after/reward_mean"] >= m["before/reward_mean"] + 0.3
+    assert m["after/reward_mean"] > m["sft/reward_mean"]  # GRPO added to what SFT taught
+    rewards = [p.value for p in client.get_metric_history(run.info.run_id, "train/reward_mean")]
+    first, last = _thirds(rewards)
+    assert last > first, (first, last)
     metric = "exact_match" if mode == "pointwise" else "accuracy"
-    for label in ("before", "after"):
-        assert 0.0 <= run.data.metrics[f"{label}/{metric}"] <= 1.0
-        assert 0.0 <= run.data.metrics[f"{label}/format_failure_rate"] <= 1.0
-    assert run.data.metrics["data/rows_train"] > 0
-    # The data report, the manifest and the summary are artifacts of the same run.
+    assert m[f"after/{metric}"] > m[f"sft/{metric}"]
+    assert m["data/rows_train"] > 0 and m["data/sft_rows_written"] > 0
+    # Data report, manifest, summary, the curves and the comparison are artifacts of the run.
     artifacts = _artifact_paths(client, run.info.run_id)
-    assert {"data/manifest.json", "summary.json", f"data/{mode}.report.json"} <= artifacts
+    assert {
+        "data/manifest.json",
+        "summary.json",
+        f"data/{mode}.report.json",
+        "plots/training_curves.png",
+        "plots/before_after.png",
+        "eval/comparison.json",
+    } <= artifacts
+    rows = {row["metric"]: row for row in summary["comparison"]}
+    assert rows["reward_mean"]["after"] == pytest.approx(m["after/reward_mean"])
+    assert rows["reward_mean"]["change"] == pytest.approx(
+        m["after/reward_mean"] - m["before/reward_mean"]
+    )
 
-    # Prefect saw a completed flow run with the progress and data-report artifacts.
+    # Prefect saw a completed flow run with progress, data-report, summary and comparison.
     import asyncio
 
     async def prefect_view() -> tuple[str, dict[str, object]]:
@@ -82,4 +113,19 @@ def test_judge_grpo_flow_trains_and_tracks(
     state, artifacts_by_key = asyncio.run(prefect_view())
     assert state == "COMPLETED"
     assert artifacts_by_key["training-progress"] == 100.0
+    assert artifacts_by_key["sft-progress"] == 100.0
     assert "data-report" in artifacts_by_key
+    # The run summary reads at a glance: one row per stage, one column per key metric.
+    import json
+
+    table = json.loads(str(artifacts_by_key["run-summary"]))
+    by_stage = {row["stage"]: row for row in table}
+    assert {"sft", "train", "evaluate[before]", "evaluate[sft]", "evaluate[after]"} <= set(by_stage)
+    assert by_stage["evaluate[after]"]["reward_mean"] == pytest.approx(
+        m["after/reward_mean"], abs=1e-4
+    )
+    assert by_stage["train"]["global_step"] == 40
+    assert isinstance(by_stage["sft"]["loss"], float)
+    assert not any(isinstance(v, str) and v.startswith("{") for row in table for v in row.values())
+    comparison = json.loads(str(artifacts_by_key["before-after"]))
+    assert [row["metric"] for row in comparison][:2] == ["reward_mean", "format_failure_rate"]

@@ -6,6 +6,7 @@ the Slurm variant ("no job is submitted") is tests/cluster/test_retraining_on_sl
 
 from __future__ import annotations
 
+import functools
 import shutil
 import time
 from pathlib import Path
@@ -36,6 +37,7 @@ def test_unchanged_data_reuses_every_stage_and_changes_rerun_only_what_depends_o
                 f"tracking.tracking_uri={mlflow_server}",
                 f"data.source={sample_source.as_uri()}",
                 "evaluation.enabled=false",
+                "grpo.max_steps=4",
                 *extra,
             ],
         )
@@ -44,6 +46,7 @@ def test_unchanged_data_reuses_every_stage_and_changes_rerun_only_what_depends_o
         print(f"run {extra or ''}: {time.monotonic() - start:.1f}s {summary['stages']}")
         return summary, {**{s: states[s] for s in STAGES}, **tags}
 
+    run = functools.partial(run, "sft.enabled=false")
     first, seen = run()
     assert first["stages"] == dict.fromkeys(STAGES, "ran")
     assert [seen[s] for s in STAGES] == ["Completed"] * 3
@@ -73,3 +76,22 @@ def test_unchanged_data_reuses_every_stage_and_changes_rerun_only_what_depends_o
     fifth, _ = run("grpo.learning_rate=2e-5")
     assert fifth["stages"]["train"] == "ran"
     assert Path(fifth["checkpoint"], "model.safetensors").is_file()
+
+
+def test_an_unchanged_retraining_reuses_the_sft_model_too(
+    prefect_server: str, mlflow_server: str, judgeflow_home: Path
+) -> None:
+    """With the SFT warm start on, a second run on the same data trains nothing at all."""
+    from flows.judge_grpo import judge_grpo
+
+    overrides = [f"tracking.tracking_uri={mlflow_server}", "evaluation.enabled=false",
+                 "grpo.max_steps=2", "sft.num_train_epochs=1"]  # fmt: skip
+    first = judge_grpo(mode="pairwise", profile="tiny", overrides=overrides)
+    second = judge_grpo(mode="pairwise", profile="tiny", overrides=overrides)
+    assert first["stages"]["sft"] == "ran" and first["stages"]["train"] == "ran"
+    assert second["stages"] == dict.fromkeys(second["stages"], "cached")
+    assert second["checkpoint"] == first["checkpoint"]
+    tags = MlflowClient(mlflow_server).get_run(second["mlflow_run_id"]).data.tags
+    first_tags = MlflowClient(mlflow_server).get_run(first["mlflow_run_id"]).data.tags
+    assert tags["judgeflow.sft.model_dir"] == first_tags["judgeflow.sft.model_dir"]
+    assert tags["judgeflow.train.start_model"] == first_tags["judgeflow.sft.model_dir"]

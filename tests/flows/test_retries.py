@@ -71,6 +71,7 @@ def _overrides(mlflow_server: str, source: str) -> list[str]:
         f"data.source={source}",
         "evaluation.enabled=false",
         "grpo.max_steps=1",
+        "sft.enabled=false",
     ]
 
 

@@ -1,0 +1,65 @@
+"""The README's main command, run exactly as a user runs it: `make demo` in the checkout, as a
+plain subprocess with the default environment (no fixture, no test server, no JUDGEFLOW_HOME).
+
+It must finish, print the before → after table, and meet the demo's targets: after training the
+judge emits a verdict in ≥ 90% of cases, its reward is ≥ 0.3 above the untrained model's, and
+GRPO's training reward rose (last third of the steps above the first third).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _user_environment() -> dict[str, str]:
+    """This machine's environment without anything a test harness may have put there."""
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("PREFECT_", "MLFLOW_", "JUDGEFLOW_", "PYTEST_"))
+    }
+
+
+def test_make_demo_runs_as_the_readme_says_and_the_judge_learns() -> None:
+    proc = subprocess.run(
+        ["make", "demo"],
+        cwd=REPO,
+        env=_user_environment(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=840,
+    )
+    output = proc.stdout + proc.stderr
+    sys.stdout.write(output[-6000:])  # shown by pytest when the test fails
+    assert proc.returncode == 0, output[-3000:]
+    assert "Timed out" not in output
+    assert "before → after" in output and "reward_mean" in output
+
+    run_id = re.search(r"MLflow run id : (\w+)", output)
+    assert run_id, "the demo prints its MLflow run id"
+    client = MlflowClient(f"sqlite:///{REPO / '.judgeflow' / 'mlflow.db'}")
+    run = client.get_run(run_id.group(1))
+    m = run.data.metrics
+    assert m["after/format_failure_rate"] <= 0.10
+    assert m["after/reward_mean"] >= m["before/reward_mean"] + 0.3
+    # A repeated demo reuses the trained model: its curves are in the run that trained it.
+    trained_in = run.data.tags["judgeflow.train.mlflow_run_id"]
+    rewards = [p.value for p in client.get_metric_history(trained_in, "train/reward_mean")]
+    third = len(rewards) // 3
+    assert third > 0
+    assert sum(rewards[-third:]) / third > sum(rewards[:third]) / third, rewards
+    # Prefect's and MLflow's state stayed in the project's .judgeflow, not in ~/.prefect.
+    assert "memo_store.toml" not in output
+    assert (REPO / ".judgeflow" / "prefect").is_dir()
