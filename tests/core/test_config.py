@@ -61,8 +61,10 @@ def test_tiny_profile_points_at_home_and_mode_sample(tmp_path, monkeypatch) -> N
     monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path))
     cfg = load_config("grpo-pairwise", profile="tiny")
     assert cfg.model.path == str(tmp_path / "tiny-model")
-    assert cfg.data.source == "sample://openjudge_pairwise.jsonl"
+    assert cfg.data.source == "sample://tinyjudge_pairwise.jsonl"
     assert cfg.resolved_engine == "trl"
+    # The judge recipes' own tiny profile turns the SFT warm start on, with its mode's sample.
+    assert cfg.sft.enabled and cfg.sft.source == "sample://tinyjudge_pairwise_sft.jsonl"
     assert cfg.storage.root == str(tmp_path / "artifacts")  # a default, expanded too
 
 
@@ -167,7 +169,7 @@ def test_recipe_base_and_own_profile_section(tmp_path, monkeypatch) -> None:
     )
     # --profile tiny = profiles/tiny.yaml, then the recipe's own `profiles: {tiny: …}`
     tiny = load_config("grrm-full", profile="tiny")
-    assert tiny.data.source == "sample://grrm" and tiny.engine == "trl"
+    assert tiny.data.source == "sample://grrm_tiny" and tiny.engine == "trl"
     assert tiny.sft.deepspeed is None and tiny.cluster.backend == "local"
     assert tiny.model.path == str(tmp_path / "tiny-model")
 
@@ -189,3 +191,10 @@ def test_sampled_evaluation_needs_a_temperature() -> None:
         "grpo-pointwise", overrides=["evaluation.samples=4", "evaluation.temperature=0.7"]
     )
     assert cfg.evaluation.samples == 4
+
+
+def test_sft_settings_are_checked_against_the_recipe() -> None:
+    with pytest.raises(ConfigError, match="sft.enabled needs sft.source"):
+        load_config("grpo-pointwise", overrides=["sft.enabled=true"])
+    with pytest.raises(ConfigError, match="for the judge recipes"):
+        load_config("grrm-full", overrides=["sft.enabled=true"])

@@ -177,6 +177,68 @@ def demo_rows(seed: int = 0) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+#: (English source, correct German, a German rendering that drops part of the sentence,
+#: a German sentence that means something else).
+_SENTENCES = [
+    ("The cat sleeps on the sofa.", "Die Katze schläft auf dem Sofa.", "Die Katze schläft.", "Der Hund bellt laut."),
+    ("I drink coffee every morning.", "Ich trinke jeden Morgen Kaffee.", "Ich trinke Kaffee.", "Er isst gern Brot."),
+    ("The train leaves at noon.", "Der Zug fährt um zwölf Uhr ab.", "Der Zug fährt ab.", "Das Auto ist rot."),
+    ("We live in a small town.", "Wir wohnen in einer kleinen Stadt.", "Wir wohnen.", "Sie singt ein Lied."),
+    ("My brother plays football.", "Mein Bruder spielt Fußball.", "Mein Bruder spielt.", "Die Sonne scheint."),
+    ("The shop closes at six.", "Der Laden schließt um sechs.", "Der Laden schließt.", "Ich lese ein Buch."),
+    ("She writes a long letter.", "Sie schreibt einen langen Brief.", "Sie schreibt.", "Wir gehen nach Hause."),
+    ("The children are playing outside.", "Die Kinder spielen draußen.", "Die Kinder.", "Der Tee ist heiß."),
+    ("It is raining in Berlin.", "In Berlin regnet es.", "Es regnet.", "Das Fenster ist offen."),
+    ("He forgot his keys.", "Er hat seine Schlüssel vergessen.", "Er hat vergessen.", "Die Blumen blühen."),
+    ("The soup is too salty.", "Die Suppe ist zu salzig.", "Die Suppe.", "Mein Vater arbeitet viel."),
+    ("Our flight was delayed.", "Unser Flug hatte Verspätung.", "Unser Flug.", "Das Kind lacht."),
+    ("Please close the door.", "Bitte schließen Sie die Tür.", "Bitte die Tür.", "Ich mag Äpfel."),
+    ("The museum is free on Sundays.", "Das Museum ist sonntags kostenlos.", "Das Museum ist.", "Der Schnee fällt."),
+    ("They bought a new car.", "Sie haben ein neues Auto gekauft.", "Sie haben gekauft.", "Die Katze trinkt Milch."),
+    ("The water is very cold.", "Das Wasser ist sehr kalt.", "Das Wasser.", "Er fährt mit dem Rad."),
+    ("I am learning German.", "Ich lerne Deutsch.", "Ich lerne.", "Wir essen zu Abend."),
+    ("The meeting starts soon.", "Die Besprechung beginnt bald.", "Die Besprechung.", "Das Buch ist alt."),
+    ("Her garden is beautiful.", "Ihr Garten ist wunderschön.", "Ihr Garten.", "Der Bus kommt spät."),
+    ("The baby is sleeping now.", "Das Baby schläft jetzt.", "Das Baby.", "Ich habe Hunger."),
+    ("We walked to the lake.", "Wir sind zum See gelaufen.", "Wir sind gelaufen.", "Sie trinkt Wasser."),
+    ("The bread is fresh today.", "Das Brot ist heute frisch.", "Das Brot.", "Der Lehrer spricht."),
+    ("He works in a hospital.", "Er arbeitet in einem Krankenhaus.", "Er arbeitet.", "Die Straße ist nass."),
+    ("The concert was excellent.", "Das Konzert war ausgezeichnet.", "Das Konzert.", "Ich kaufe Milch."),
+]  # fmt: skip
+#: Kind of candidate -> (score, what the analysis says about it).
+_KINDS = {
+    "correct": (9, "is correct"),
+    "partial": (5, "leaves part out"),
+    "wrong": (1, "means something else"),
+}
+
+
+def grrm_rows(seed: int = 0) -> dict[str, list[dict[str, Any]]]:
+    """A tiny GRRM source (`train`, `test`): pairs of German candidates for a short English
+    sentence, scored 9 / 5 / 1 (correct / incomplete / another meaning), with a one-line
+    analysis per pair, best candidate first."""
+    rng = random.Random(seed)
+    out: dict[str, list[dict[str, Any]]] = {"train": [], "test": []}
+    for i, (src, correct, partial, wrong) in enumerate(_SENTENCES):
+        texts = {"correct": correct, "partial": partial, "wrong": wrong}
+        for _ in range(4):
+            kinds = rng.sample(list(_KINDS), k=2)  # pairs: a 2-layer model keeps two labels apart
+            # Best first, as the ranking line will read (the tiny model copies the order).
+            labelled = sorted(zip("ABC", kinds, strict=False), key=lambda lk: -_KINDS[lk[1]][0])
+            analysis = " ".join(f"{label} {_KINDS[kind][1]}." for label, kind in labelled)
+            out["test" if i % 6 == 5 else "train"].append(
+                {
+                    "src_text": src,
+                    "src_lang": "en",
+                    "trg_lang": "de",
+                    "mt_texts": [texts[k] for k in kinds],
+                    "scores": [_KINDS[k][0] for k in kinds],
+                    "analysis": analysis,
+                }
+            )
+    return out
+
+
 def _messages(prompt: str, verdict: str) -> dict[str, Any]:
     return {
         "messages": [
@@ -187,12 +249,14 @@ def _messages(prompt: str, verdict: str) -> dict[str, Any]:
 
 
 def write_demo_data(out_dir: str | Path, seed: int = 0) -> list[Path]:
-    """Write the four sample files into `out_dir` (JSON Lines, one object per line)."""
+    """Write the judge sample files and `grrm_tiny/{train,test}.jsonl` into `out_dir`."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    files = {FILES[name]: rows for name, rows in demo_rows(seed).items()}
+    files |= {f"grrm_tiny/{split}.jsonl": rows for split, rows in grrm_rows(seed).items()}
     written = []
-    for name, rows in demo_rows(seed).items():
-        path = out / FILES[name]
+    for name, rows in files.items():
+        path = out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")

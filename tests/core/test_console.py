@@ -1,0 +1,69 @@
+"""What a person reads: the before → after rows, the run-summary table, the step lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from judgeflow.config import ConfigError
+from judgeflow.console import comparison_rows, comparison_table
+from judgeflow.engines.llamafactory import sft_line
+from judgeflow.engines.trl import step_line
+
+
+def test_comparison_rows_hold_each_evaluation_and_the_change() -> None:
+    metrics = {
+        "before/reward_mean": 0.0, "sft/reward_mean": 0.4, "after/reward_mean": 0.9,
+        "before/format_failure_rate": 1.0, "after/format_failure_rate": 0.0,
+        "after/mae": 0.5, "before/n": 8.0,
+    }  # fmt: skip
+    rows = comparison_rows(metrics, ["before", "sft", "after"])
+    assert [r["metric"] for r in rows] == ["reward_mean", "format_failure_rate", "mae"]
+    assert rows[0] == {"metric": "reward_mean", "before": 0.0, "sft": 0.4, "after": 0.9, "change": pytest.approx(0.9)}  # fmt: skip
+    assert rows[1]["sft"] is None and rows[1]["change"] == -1.0
+    assert "change" not in rows[2]  # one value: nothing to compare
+    assert comparison_rows(metrics, ["after", "nope"])[0] == {"metric": "reward_mean", "after": 0.9}
+    table = comparison_table(rows, "t")
+    assert [c.header for c in table.columns] == ["metric", "before", "sft", "after", "change"]
+
+
+def test_run_summary_has_one_column_per_key_metric_and_no_json_blobs() -> None:
+    from tasks.tracking import summary_table
+
+    rows = [
+        {"stage": "download", "status": "cached", "duration_s": 0.1},
+        {"stage": "sft", "status": "ran", "duration_s": 40.0, "metrics": {"sft/loss": 0.07}},
+        {"stage": "train", "status": "ran", "duration_s": 60.0,
+         "metrics": {"global_step": 40, "train/reward_mean": 0.91, "train/loss": 0.01}},
+        {"stage": "evaluate[after]", "status": "ran", "duration_s": 1.0,
+         "metrics": {"after/reward_mean": 1.0, "after/exact_match": 1.0}},
+    ]  # fmt: skip
+    table = summary_table(rows, link="mlflow run x", jobs={"train": ["12"]})
+    assert set(table[0]) == {
+        "stage", "status", "duration_s", "global_step", "reward_mean", "exact_match", "loss",
+        "slurm_job_ids", "error", "mlflow",
+    }  # fmt: skip
+    by_stage = {r["stage"]: r for r in table}
+    assert by_stage["train"]["reward_mean"] == 0.91 and by_stage["train"]["global_step"] == 40
+    assert by_stage["evaluate[after]"]["exact_match"] == 1.0
+    assert by_stage["sft"]["loss"] == 0.07 and by_stage["download"]["loss"] == ""
+    assert by_stage["train"]["slurm_job_ids"] == "12"
+
+
+def test_step_lines_are_one_short_readable_line() -> None:
+    line = step_line(12, 40, {"train/reward_mean": 0.625, "train/reward_std": 0.31, "train/kl": 0.002, "train/entropy": 3.0})  # fmt: skip
+    assert line == "grpo step 12/40 | reward 0.625 ± 0.310 | kl 0.0020"
+    assert step_line(3, 40, {"train/entropy": 1.0}) == ""  # nothing worth a line
+    assert sft_line(5, 60, {"sft/loss": 1.23456, "sft/learning_rate": 9.1e-4}) == "sft step 5/60 | loss 1.2346 | lr 9.1e-04"  # fmt: skip
+
+
+def test_a_new_judgeflow_home_gets_its_tiny_model_built(tmp_path: Path, monkeypatch) -> None:
+    from judgeflow.cli import _ensure_model
+
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path))
+    _ensure_model(str(tmp_path / "tiny-model"))
+    assert (tmp_path / "tiny-model" / "config.json").is_file()
+    with pytest.raises(ConfigError, match=r"judgeflow dev tiny-model /nowhere/model"):
+        _ensure_model("/nowhere/model")
+    _ensure_model("Qwen/Qwen3-8B")  # a hub id is left to the engine
