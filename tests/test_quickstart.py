@@ -60,6 +60,12 @@ def test_make_demo_runs_as_the_readme_says_and_the_judge_learns() -> None:
     third = len(rewards) // 3
     assert third > 0
     assert sum(rewards[-third:]) / third > sum(rewards[:third]) / third, rewards
+    # GRPO started from the SFT model, and the curves and the comparison are in the run.
+    tags = run.data.tags
+    assert tags["judgeflow.train.start_model"] == tags["judgeflow.sft.model_dir"]
+    assert (Path(tags["judgeflow.sft.model_dir"]) / "config.json").is_file()
+    plots = {a.path for a in client.list_artifacts(run.info.run_id, "plots")}
+    assert {"plots/training_curves.png", "plots/before_after.png"} <= plots
     # Prefect's and MLflow's state stayed in the project's .judgeflow, not in ~/.prefect.
     assert "memo_store.toml" not in output
     assert (REPO / ".judgeflow" / "prefect").is_dir()
