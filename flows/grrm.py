@@ -78,6 +78,7 @@ def grrm(
             )
             trained = steps("train", retrying, rl_cfg, data.rl, run_id)
             record_training(rl_cfg, run_id, trained)
+            steps.add_metrics("train", {"global_step": trained.model.global_step, **trained.model.metrics})  # fmt: skip
             model_dir = trained.model.model_dir
             if cfg.evaluation.enabled:
                 result = steps("evaluate[after]", evaluate, rl_cfg, model_dir, data.rl, run_id, "after")  # fmt: skip
@@ -91,7 +92,7 @@ def grrm(
         label = row["stage"].removeprefix("evaluate[").removesuffix("]")
         steps.add_metrics(row["stage"], {k: v for k, v in metrics.items() if k.startswith(f"{label}/")})  # fmt: skip
     publish_summary(cfg, run_id, steps.rows, str(flow_run.get_id()))
-    comparison = publish_comparison(cfg, run_id, metrics, ["before", "sft", "after"])
+    comparison = publish_comparison(cfg, run_id, metrics, ["before", "sft", "after"], None)
     summary = {
         "mlflow_run_id": run_id,
         "tracking_uri": resolve_tracking_uri(cfg.tracking.tracking_uri),

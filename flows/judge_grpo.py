@@ -59,7 +59,7 @@ def judge_grpo(
         if cfg.evaluation.enabled:
             before = stage("evaluate[before]", cached(evaluate), cfg, cfg.model.path, data, run_id, "before")  # fmt: skip
             metrics |= record_evaluation(cfg, run_id, "before", before)
-        rl_cfg = cfg
+        rl_cfg, tuned = cfg, None
         if cfg.sft.enabled:
             sft_manifest = stage("download[sft]", cached(download), sft_source_config(cfg))
             sft_data = stage("prepare[sft]", cached(prepare_sft), cfg, sft_manifest)
@@ -89,7 +89,8 @@ def judge_grpo(
         label = row["stage"].removeprefix("evaluate[").removesuffix("]")
         stage.add_metrics(row["stage"], {k: v for k, v in metrics.items() if k.startswith(f"{label}/")})  # fmt: skip
     table = publish_summary(cfg, run_id, stage.rows, str(flow_run.get_id()))
-    comparison = publish_comparison(cfg, run_id, metrics, ["before", "sft", "after"])
+    trained_in = [trained.mlflow_run_id, tuned.mlflow_run_id if tuned else ""]
+    comparison = publish_comparison(cfg, run_id, metrics, ["before", "sft", "after"], trained_in)
     summary = {
         "mlflow_run_id": run_id,
         "tracking_uri": resolve_tracking_uri(cfg.tracking.tracking_uri),

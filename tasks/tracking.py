@@ -210,16 +210,32 @@ CURVES = (
 
 @task(name="publish-comparison", **_retrying)
 def publish_comparison(
-    cfg: RunConfig, run_id: str, metrics: dict[str, float], labels: list[str]
+    cfg: RunConfig,
+    run_id: str,
+    metrics: dict[str, float],
+    labels: list[str],
+    trained_in: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The before → after comparison: a `before-after` table artifact in Prefect; in MLflow the
-    same table (`eval/comparison.json`), its bar chart and the training curves as PNGs."""
+    same table (`eval/comparison.json`), its bar chart and the training curves as PNGs.
+
+    A stage that came from the cache logged its curve in the run that trained it: `trained_in`
+    lists those runs (SFT's, GRPO's), searched after this one.
+    """
     from judgeflow.plots import plot_comparison, plot_curves
 
     rows = comparison_rows(metrics, labels)
     tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
+    sources = [tracker] + [
+        Tracker.attach(other, cfg.tracking.tracking_uri)
+        for other in dict.fromkeys(trained_in or [])
+        if other and other != run_id
+    ]
     with tempfile.TemporaryDirectory() as tmp:
-        curves = {title: tracker.metric_history(key) for key, title in CURVES}
+        curves = {
+            title: next((h for t in sources if (h := t.metric_history(key))), [])
+            for key, title in CURVES
+        }
         if any(curves.values()):
             png = plot_curves(curves, Path(tmp) / "training_curves.png", title=f"{cfg.recipe}: training")  # fmt: skip
             tracker.log_image_file(png, "plots")
