@@ -49,9 +49,10 @@ def plot_comparison(rows: Sequence[Mapping[str, Any]], path: str | Path, *, titl
     width = 0.8 / max(1, len(labels))
     for i, label in enumerate(labels):
         xs = [j + i * width for j in range(len(rows))]
-        ys = [row.get(label) or 0.0 for row in rows]
-        bars = ax.bar(xs, ys, width, label=label)
-        ax.bar_label(bars, fmt="%.2f", fontsize=7)
+        values = [row.get(label) for row in rows]
+        bars = ax.bar(xs, [v if v is not None else 0.0 for v in values], width, label=label)
+        names = [f"{v:.2f}" if v is not None else "–" for v in values]  # – : not measured
+        ax.bar_label(bars, labels=names, fontsize=7)
     ax.set_xticks([j + width * (len(labels) - 1) / 2 for j in range(len(rows))])
     ax.set_xticklabels([str(row["metric"]) for row in rows], fontsize=8)
     ax.legend(fontsize=8)

@@ -33,6 +33,8 @@ def test_sft_and_rl_questions_are_disjoint_and_the_teacher_is_weak() -> None:
         assert rl and sft and not rl & sft
     rl_labels = [r["output"][0]["answer"]["label"]["helpfulness"] for r in rows["pointwise"]]
     assert sorted(set(rl_labels)) == [0, 4] and rl_labels.count(4) == rl_labels.count(0)
+    prefs = [r["output"][0]["answer"]["label"]["preference"] for r in rows["pairwise"]]
+    assert prefs.count("A") == prefs.count("B")  # balanced even without --balance-positions
     # The teacher mostly hedges (3 / 1) and favours A: there is something left for GRPO.
     said = [r["messages"][-1]["content"] for r in rows["pointwise_sft"]]
     hedged = sum("<score>3</score>" in s or "<score>1</score>" in s for s in said)

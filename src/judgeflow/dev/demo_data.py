@@ -157,10 +157,11 @@ def demo_rows(seed: int = 0) -> dict[str, list[dict[str, Any]]]:
         source = f"tinyjudge/{family}"
         for text, score in ((helpful, 4), (unhelpful, 0)):
             out["pointwise"].append(_openjudge(query, [(text, {"helpfulness": score})], source))
-        # Two pairs per question (two unhelpful answers); prepare's position balancing then
-        # puts the helpful one second in exactly half of them.
-        for other in (unhelpful, rng.choice([u for u in _UNHELPFUL if u != unhelpful])):
-            pair = [(helpful, {"preference": "A"}), (other, {"preference": "A"})]
+        # Two pairs per question (two unhelpful answers), the helpful one first in one and
+        # second in the other: balanced with or without prepare's position balancing.
+        second = rng.choice([u for u in _UNHELPFUL if u != unhelpful])
+        for a, b, better in ((helpful, unhelpful, "A"), (second, helpful, "B")):
+            pair = [(a, {"preference": better}), (b, {"preference": better})]
             out["pairwise"].append(_openjudge(query, pair, source))
     for _, query, helpful in sft_questions:
         unhelpful = rng.choice(_UNHELPFUL)
