@@ -119,8 +119,21 @@ def prepare_identity(cfg: RunConfig) -> dict[str, Any]:
     }
 
 
+def model_version(path: str) -> str:
+    """A local model directory by content marker (name, size, mtime of its files), so a model
+    rebuilt in the same place is a new model; a hub id stands for itself."""
+    root = Path(path)
+    if not root.is_dir():
+        return path
+    files = sorted(p for p in root.iterdir() if p.is_file())
+    return digest(path, [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files])
+
+
 def prepare_key(cfg: RunConfig, manifest_hash: str) -> str:
-    return "prepare-" + digest(manifest_hash, prepare_identity(cfg), code_version(*PREPARE_CODE))
+    tokenizer = model_version(cfg.model.path) if cfg.data.filter_overlong_prompts else None
+    return "prepare-" + digest(
+        manifest_hash, prepare_identity(cfg), tokenizer, code_version(*PREPARE_CODE)
+    )
 
 
 # ---------------------------------------------------------------------------- train
@@ -132,6 +145,7 @@ def training_config(cfg: RunConfig) -> dict[str, Any]:
         "mode": cfg.mode,
         "engine": cfg.resolved_engine,
         "model": cfg.model.model_dump(mode="json"),
+        "model_version": model_version(cfg.model.path),
         "grpo": cfg.grpo.model_dump(mode="json"),
         "max_prompt_length": cfg.data.max_prompt_length,
         "max_response_length": cfg.data.max_response_length,
@@ -167,6 +181,7 @@ def sft_key(cfg: RunConfig, sft_file: str) -> str:
     return "sft-" + digest(
         sha256_file(sft_file),
         cfg.model.model_dump(mode="json"),
+        model_version(cfg.model.path),
         cfg.sft.model_dump(mode="json", exclude={"enabled", "source"}),
         cfg.data.seed,
         cfg.cluster.nodes,
@@ -179,6 +194,7 @@ def evaluate_key(cfg: RunConfig, model_dir: str, report: dict[str, Any]) -> str:
     """A model measured on the same data with the same settings gives the same numbers."""
     return "evaluate-" + digest(
         model_dir,
+        model_version(model_dir),
         cfg.mode,
         prepared_data_hash(report),
         cfg.evaluation.model_dump(mode="json"),
@@ -216,6 +232,7 @@ __all__ = [
     "prepare_identity",
     "prepare_key",
     "prepare_sft_key",
+    "model_version",
     "prepared_data_hash",
     "sft_key",
     "source_fingerprint",

@@ -326,6 +326,9 @@ def _local_prefect_settings(home: Path, *, quiet_console: bool) -> None:
     os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", str(prefect_home / "storage"))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault(
+        "DO_NOT_TRACK", "1"
+    )  # Prefect's client telemetry: a local run stays local
+    os.environ.setdefault(
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", str(PREFECT_STARTUP_TIMEOUT_S)
     )
     if quiet_console:

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -67,7 +68,9 @@ class TerminalView:
 
     def stage(self, name: str, status: str, duration_s: float) -> None:
         colour = {"ran": "green", "cached": "blue", "failed": "red"}.get(status, "white")
-        self.progress.console.print(f"  [{colour}]{status:>6}[/] {name} ({duration_s:.1f} s)")
+        self.progress.console.print(
+            f"  [{colour}]{status:>6}[/] {escape(name)} ({duration_s:.1f} s)"  # evaluate[sft]
+        )
 
 
 @contextmanager

@@ -67,3 +67,18 @@ def test_a_new_judgeflow_home_gets_its_tiny_model_built(tmp_path: Path, monkeypa
     with pytest.raises(ConfigError, match=r"judgeflow dev tiny-model /nowhere/model"):
         _ensure_model("/nowhere/model")
     _ensure_model("Qwen/Qwen3-8B")  # a hub id is left to the engine
+
+
+def test_the_terminal_view_shows_stage_names_verbatim_and_a_bar_per_stage() -> None:
+    from rich.console import Console
+
+    from judgeflow.console import report_progress, report_stage, terminal_view
+
+    console = Console(record=True, width=120, force_terminal=True)
+    with terminal_view(console):
+        report_progress("train", 12, 40, {"train/reward_mean": 0.625})
+        report_stage("evaluate[sft]", "ran", 1.25)
+    text = console.export_text()
+    assert "ran evaluate[sft] (1.2 s)" in text
+    assert "12/40" in text and "reward 0.625" in text
+    report_stage("outside a view", "ran", 0.0)  # no view installed: nothing happens, no error
