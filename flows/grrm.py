@@ -88,9 +88,10 @@ def grrm(
         log_summary(cfg, run_id, {"mlflow_run_id": run_id, "error": repr(exc)}, status="FAILED")
         raise
 
-    for row in steps.rows:
-        label = row["stage"].removeprefix("evaluate[").removesuffix("]")
-        steps.add_metrics(row["stage"], {k: v for k, v in metrics.items() if k.startswith(f"{label}/")})  # fmt: skip
+    for row in steps.rows:  # each evaluation's row shows its own metrics
+        if row["stage"].startswith("evaluate["):
+            label = row["stage"].removeprefix("evaluate[").removesuffix("]")
+            steps.add_metrics(row["stage"], {k: v for k, v in metrics.items() if k.startswith(f"{label}/")})  # fmt: skip
     publish_summary(cfg, run_id, steps.rows, str(flow_run.get_id()))
     comparison = publish_comparison(cfg, run_id, metrics, ["before", "sft", "after"], None)
     summary = {

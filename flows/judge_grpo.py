@@ -85,9 +85,10 @@ def judge_grpo(
         log_summary(cfg, run_id, {"mlflow_run_id": run_id, "error": repr(exc)}, status="FAILED")
         raise
 
-    for row in stage.rows:
-        label = row["stage"].removeprefix("evaluate[").removesuffix("]")
-        stage.add_metrics(row["stage"], {k: v for k, v in metrics.items() if k.startswith(f"{label}/")})  # fmt: skip
+    for row in stage.rows:  # each evaluation's row shows its own metrics
+        if row["stage"].startswith("evaluate["):
+            label = row["stage"].removeprefix("evaluate[").removesuffix("]")
+            stage.add_metrics(row["stage"], {k: v for k, v in metrics.items() if k.startswith(f"{label}/")})  # fmt: skip
     table = publish_summary(cfg, run_id, stage.rows, str(flow_run.get_id()))
     trained_in = [trained.mlflow_run_id, tuned.mlflow_run_id if tuned else ""]
     comparison = publish_comparison(cfg, run_id, metrics, ["before", "sft", "after"], trained_in)
