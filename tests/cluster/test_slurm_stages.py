@@ -33,7 +33,9 @@ DRIVER = textwrap.dedent(
     placed = ray.get(refs)
     alive = [n for n in ray.nodes() if n["Alive"]]
     ranks = {n["NodeID"]: [k for k in n["Resources"] if k.startswith("jf_node_")] for n in alive}
-    result = {"nodes": placed, "ranks": [ranks[p] for p in placed], "alive": len(alive)}
+    result = {"nodes": placed, "ranks": [ranks[p] for p in placed], "alive": len(alive),
+              "cpus": [n["Resources"].get("CPU") for n in alive],
+              "store_mb": [n["Resources"].get("object_store_memory", 0) / 2**20 for n in alive]}
     with open(os.path.join(os.environ["JUDGEFLOW_STAGE_DIR"], "result.json"), "w") as fh:
         json.dump(result, fh)
     print("driver placed work on", result["ranks"], flush=True)
@@ -66,6 +68,9 @@ def test_two_node_job_brings_up_ray_on_both_and_runs_work_on_each(
     result = watch(handle, on_log=lines.append, poll_s=1.0)
 
     assert result["alive"] == 2
+    # cluster.ray_num_cpus / ray_object_store_mb reach `ray start` on every node.
+    assert result["cpus"] == [1.0, 1.0]
+    assert result["store_mb"] == [pytest.approx(80, abs=1)] * 2
     assert len(set(result["nodes"])) == 2  # two distinct Ray nodes did the work
     assert result["ranks"] == [["jf_node_0"], ["jf_node_1"]]
     assert any("driver placed work on" in line for line in lines)  # the log reached the watcher

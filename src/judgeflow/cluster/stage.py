@@ -80,12 +80,16 @@ class StageJob(submitit.helpers.Checkpointable):
                 env.update(_torchrun_env(alloc))
                 code = _run_plain(spec.command, env)
         elif spec.ray:
+            store_mb = spec.ray_object_store_mb
             code = run_in_ray_cluster(
                 alloc,
                 spec.command,
                 env=env,
                 ready_timeout_s=spec.ready_timeout_s,
                 num_gpus=spec.gpus_per_node,
+                num_cpus=spec.ray_num_cpus,  # cluster.ray_num_cpus / ray_object_store_mb /
+                object_store_memory=store_mb * 1024 * 1024 if store_mb else None,
+                dashboard=spec.ray_dashboard,  # ray_dashboard: what Ray is started with
             )
         elif alloc.rank == 0:  # a single-node command: the other ranks have nothing to do
             with exit_on_signals(print):  # submitit ignores SIGTERM; we must stop the command
