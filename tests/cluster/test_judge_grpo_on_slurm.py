@@ -203,8 +203,13 @@ def test_cancelling_the_flow_run_cancels_its_slurm_job(
         _wait(
             lambda: not _queue(slurm_cluster, "judgeflow-train"), 60, "the job to leave the queue"
         )
-        states = dict(_jobs(slurm_cluster, "judgeflow-train", since))
-        assert states[job_id].startswith("CANCELLED"), states
+        # slurmdbd records the end a moment after the job leaves the queue: wait for it.
+        state = _wait(
+            lambda: dict(_jobs(slurm_cluster, "judgeflow-train", since)).get(job_id),
+            60,
+            "accounting to record the job",
+        )
+        assert state.startswith("CANCELLED"), state
     finally:
         server.terminate()
         try:
