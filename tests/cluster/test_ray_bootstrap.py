@@ -234,11 +234,25 @@ def test_two_nodes_on_one_host(tmp_path: Path, tag: str) -> None:
     head = _bootstrap(tag, 0, 2, tmp_path, [PY, "-c", TWO_NODE_DRIVER])
     head_out, _ = head.communicate(timeout=300)
     worker_out, _ = worker.communicate(timeout=120)
-    assert head.returncode == 0, head_out
-    assert worker.returncode == 0, worker_out
+    both = f"head:\n{head_out}\nworker:\n{worker_out}"
+    assert head.returncode == 0, both
+    assert worker.returncode == 0, both
     line = next(x for x in head_out.splitlines() if x.startswith("NODE_IDS"))
     ids = line.split()[1:]
     assert len(ids) == 2 and ids[0] != ids[1], line
+
+
+@pytest.mark.slow
+def test_head_names_why_a_worker_is_missing(tmp_path: Path, tag: str) -> None:
+    # A worker whose `ray start` failed leaves its log on the shared rendezvous dir.
+    rdv = tmp_path / f"{tag}.batch.0"
+    rdv.mkdir()
+    (rdv / "ray-start-rank1.log").write_text("starting\nOSError: [Errno 98] Address in use\n")
+    head = _bootstrap(tag, 0, 2, tmp_path, [PY, "-c", "pass"], "--ready-timeout", "5")
+    out, _ = head.communicate(timeout=120)
+    assert head.returncode == 1, out
+    assert "2 Ray node(s) not alive" in out
+    assert "ray-start-rank1.log ends:" in out and "Address in use" in out
 
 
 INTRUDER = (

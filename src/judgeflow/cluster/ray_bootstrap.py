@@ -62,6 +62,8 @@ TOKEN_FILE = "auth_token"
 # Env var every process we start inherits; teardown finds stragglers by it.
 _INSTANCE_ENV = "JUDGEFLOW_RAY_INSTANCE"
 _POLL_S = 0.1
+# How often a worker rank tries `ray start --address` before it gives up.
+_JOIN_ATTEMPTS = 3
 # Ray's minimum object store size (75 MiB); used when the caller asks for the smallest.
 MIN_OBJECT_STORE_BYTES = 75 * 1024 * 1024
 
@@ -550,9 +552,21 @@ def _start_head(
     if probe.proc.returncode != 0:
         raise node.failure(
             f"{alloc.world} Ray node(s) not alive after {ready_timeout_s:.0f}s "
-            f"(probe exit {probe.proc.returncode})"
+            f"(probe exit {probe.proc.returncode}){_other_ranks_logs(alloc)}"
         )
     return info, driver_env(info, env)
+
+
+def _other_ranks_logs(alloc: Allocation, lines: int = 5) -> str:
+    """The last lines of the other ranks' ``ray start`` logs, which say why a node is missing."""
+    parts = []
+    for path in sorted(alloc.rendezvous_dir.glob("ray-start-rank*.log")):
+        if path.name == f"ray-start-rank{alloc.rank}.log":
+            continue
+        with contextlib.suppress(OSError):
+            tail = path.read_text(errors="replace").strip().splitlines()[-lines:]
+            parts.append(f"\n{path.name} ends:\n  " + "\n  ".join(tail or ["(empty)"]))
+    return "".join(parts) or "; no other rank wrote a ray start log (did they start?)"
 
 
 def _stream(proc: subprocess.Popen[bytes]) -> int:
@@ -589,6 +603,16 @@ def _run_head(
     return code
 
 
+def _join(
+    node: _Node, info: HeadInfo, ip: str, res: _Resources, env: Mapping[str, str]
+) -> _Started:
+    """Start this rank's ``ray start --address`` on freshly picked ports."""
+    args = [f"--address={info.address}", *_common_args(ip, node.alloc, node.temp_dir, res)]
+    worker = node.ray_start(args, _ray_env(env, info.token_path))
+    node.log(f"[ray-bootstrap] rank {node.alloc.rank}: joining {info.address}")
+    return worker
+
+
 def _run_worker(
     node: _Node,
     env: Mapping[str, str],
@@ -605,18 +629,23 @@ def _run_worker(
         raise RayBootstrapError(f"rank {alloc.rank}: {exc}; did rank 0 start?") from exc
     info = HeadInfo.from_json(head_file.read_text())
     ip = node_ip()
-    args = [
-        f"--address={info.address}",
-        *_common_args(ip, alloc, node.temp_dir, res),
-    ]
-    worker = node.ray_start(args, _ray_env(env, info.token_path))
-    node.log(f"[ray-bootstrap] rank {alloc.rank}: joining {info.address}")
+    attempt = 1
+    worker = _join(node, info, ip, res, env)
     misses, next_check = 0, 0.0
     while not done.exists():
         if worker.proc.poll() is not None:
             if done.exists():
                 break
-            raise node.failure(f"ray start exited with {worker.proc.returncode}")
+            code = worker.proc.returncode
+            if attempt >= _JOIN_ATTEMPTS:
+                raise node.failure(f"ray start exited with {code} ({attempt} attempts)")
+            # Most often a port we picked was taken meanwhile: pick fresh ones and join again.
+            node.log(f"[ray-bootstrap] rank {alloc.rank}: ray start exited with {code}; retrying")
+            worker.stop(1, node.log)
+            node.started.remove(worker)
+            attempt += 1
+            worker = _join(node, info, ip, res, env)
+            continue
         if time.monotonic() >= next_check:
             misses = 0 if _tcp_open(info.address) else misses + 1
             next_check = time.monotonic() + 2.0
