@@ -92,6 +92,9 @@ class SftConfig(_Section):
     bf16: bool | None = Field(None, description="None: on exactly when a GPU is present")
     deepspeed: str | None = Field("zero3", description="zero3, a JSON path, or null (CPU)")
     finetuning_type: Literal["full", "lora", "freeze"] = "full"
+    flash_attn: Literal["auto", "disabled", "sdpa", "fa2", "fa3"] = Field(
+        "fa2", description="LLaMA-Factory attention; auto leaves it to transformers (sdpa)"
+    )
     max_steps: int | None = Field(None, gt=0)
     save_steps: int = Field(500000, gt=0)
     preprocessing_num_workers: int | None = 16

@@ -127,10 +127,10 @@ def train_stage(
     """
     if cfg.resolved_engine == "verl":
         return _train_with_verl(cfg, data, output_dir=output_dir, run_id=run_id)
-    from judgeflow.engines.trl import train_grpo
+    from judgeflow.engines import trl
 
-    result = train_grpo(
-        trl_params(cfg, output_dir),
+    result = trl.train_grpo(
+        trl.params_from(cfg, output_dir),
         data.train_file,
         eval_file=data.val_file,
         metrics_sink=metrics_sink,
@@ -198,32 +198,6 @@ def evaluate_stage(cfg: RunConfig, model_dir: str, data: PreparedData) -> dict[s
         samples=cfg.evaluation.samples,
     )
     return {"metrics": dict(result.metrics), "rows": list(result.predictions)}
-
-
-def trl_params(cfg: RunConfig, output_dir: str | Path) -> Any:
-    """Map the engine-neutral GRPO config onto TRL's knobs."""
-    from judgeflow.engines.trl import GrpoParams
-
-    g = cfg.grpo
-    return GrpoParams(
-        model_path=cfg.model.path,
-        output_dir=str(output_dir),
-        reward=cfg.mode,
-        learning_rate=g.learning_rate,
-        num_generations=g.rollout_n,
-        prompts_per_step=g.train_batch_size,
-        micro_batch_size=g.rollout_n,  # one prompt's group per forward/backward pass
-        max_prompt_length=cfg.data.max_prompt_length,
-        max_completion_length=cfg.data.max_response_length,
-        max_steps=g.max_steps or -1,
-        num_train_epochs=g.total_epochs,
-        beta=g.kl_loss_coef if g.use_kl_loss else 0.0,
-        temperature=g.temperature,
-        save_steps=g.save_freq,
-        eval_steps=g.test_freq,
-        seed=cfg.data.seed,
-        gradient_checkpointing=g.gradient_checkpointing,
-    )
 
 
 def run_dir(cfg: RunConfig, run_id: str) -> Path:
@@ -501,33 +475,6 @@ def prepare_grrm_stage(
     )
 
 
-def sft_params(cfg: RunConfig, output_dir: str | Path) -> Any:
-    """Map the SFT config onto LLaMA-Factory's knobs (base model: model.path)."""
-    from judgeflow.engines.llamafactory import SftParams
-
-    s = cfg.sft
-    return SftParams(
-        model_path=cfg.model.path,
-        output_dir=str(output_dir),
-        template=s.template,
-        cutoff_len=s.cutoff_len,
-        per_device_train_batch_size=s.per_device_train_batch_size,
-        gradient_accumulation_steps=s.gradient_accumulation_steps,
-        learning_rate=s.learning_rate,
-        num_train_epochs=s.num_train_epochs,
-        lr_scheduler_type=s.lr_scheduler_type,
-        warmup_ratio=s.warmup_ratio,
-        bf16=s.bf16,
-        deepspeed=s.deepspeed,
-        finetuning_type=s.finetuning_type,
-        max_steps=s.max_steps,
-        save_steps=s.save_steps,
-        seed=cfg.data.seed,
-        preprocessing_num_workers=s.preprocessing_num_workers,
-        dataloader_num_workers=s.dataloader_num_workers,
-    )
-
-
 def sft_stage(
     cfg: RunConfig,
     sft_file: str,
@@ -537,10 +484,13 @@ def sft_stage(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """LLaMA-Factory SFT of model.path on `messages` rows; returns the model dir and metrics."""
-    from judgeflow.engines.llamafactory import run_sft
+    from judgeflow.engines import llamafactory
 
-    result = run_sft(
-        sft_params(cfg, output_dir), sft_file, metrics_sink=metrics_sink, progress=progress
+    result = llamafactory.run_sft(
+        llamafactory.params_from(cfg, output_dir),
+        sft_file,
+        metrics_sink=metrics_sink,
+        progress=progress,
     )
     return {"model_dir": str(result.model_dir), "metrics": dict(result.metrics)}
 

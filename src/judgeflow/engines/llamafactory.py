@@ -18,9 +18,12 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
+
+if TYPE_CHECKING:
+    from judgeflow.config import RunConfig
 
 __all__ = [
     "MetricsSink",
@@ -89,7 +92,7 @@ class SftParams:
     bf16: bool | None = None
     deepspeed: str | None = None
     finetuning_type: str = "full"
-    flash_attn: str = "auto"  # the reference sets fa2; auto picks it when installed
+    flash_attn: str = "fa2"  # the reference; "auto" leaves it to transformers (sdpa)
     max_steps: int | None = None  # None: run num_train_epochs
     save_steps: int = 500000  # the reference: effectively only the final save
     logging_steps: int = 1
@@ -106,6 +109,32 @@ class SftParams:
             raise ValueError("batch size and gradient accumulation steps must be positive")
         if self.cutoff_len < 1:
             raise ValueError(f"cutoff_len must be positive, got {self.cutoff_len}")
+
+
+def params_from(cfg: RunConfig, output_dir: str | Path) -> SftParams:
+    """The run config's `sft` section as LLaMA-Factory's knobs (base model: model.path)."""
+    s = cfg.sft
+    return SftParams(
+        model_path=cfg.model.path,
+        output_dir=str(output_dir),
+        template=s.template,
+        cutoff_len=s.cutoff_len,
+        per_device_train_batch_size=s.per_device_train_batch_size,
+        gradient_accumulation_steps=s.gradient_accumulation_steps,
+        learning_rate=s.learning_rate,
+        num_train_epochs=s.num_train_epochs,
+        lr_scheduler_type=s.lr_scheduler_type,
+        warmup_ratio=s.warmup_ratio,
+        bf16=s.bf16,
+        deepspeed=s.deepspeed,
+        finetuning_type=s.finetuning_type,
+        flash_attn=s.flash_attn,
+        max_steps=s.max_steps,
+        save_steps=s.save_steps,
+        seed=cfg.data.seed,
+        preprocessing_num_workers=s.preprocessing_num_workers,
+        dataloader_num_workers=s.dataloader_num_workers,
+    )
 
 
 @dataclass(frozen=True)
