@@ -9,12 +9,12 @@ subflow on Ray (`data.ray_address`, local by default) first; its bytes are the s
 
 from typing import Any, Literal
 
-from prefect import flow
+from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
 from flows.prepare_sharded import on_ray
 from judgeflow.config import load_config
-from judgeflow.stages import grrm_rl_train_job
+from judgeflow.stages import grrm_rl_train_job, val_source_config
 from judgeflow.tracking import resolve_tracking_uri
 from tasks.data import download
 from tasks.evaluate import evaluate
@@ -45,7 +45,9 @@ def grrm(
     profile: str | None = None,
     overrides: list[str] | None = None,
 ) -> dict[str, Any]:
-    cfg = load_config(recipe, profile=profile, overrides=overrides or [])
+    cfg = load_config(
+        recipe, profile=profile, overrides=overrides or [], report=get_run_logger().warning
+    )
     run_id = start_tracking(cfg)
     steps = StageRecorder()
     metrics: dict[str, float] = {}
@@ -57,7 +59,8 @@ def grrm(
             job = grrm_rl_train_job(cfg, manifest)
             sharded = on_ray(cfg.data.shards, cfg.data.ray_address)
             rl_train = steps("prepare[rl_train]", sharded, job.input, job.output, cfg.data.shards, job.options)  # fmt: skip
-        data = steps("prepare", prepare_grrm, cfg, manifest, run_id, rl_train)
+        val_manifest = steps("download[val]", cached(download), val_source_config(cfg)) if cfg.data.val_source else None  # fmt: skip
+        data = steps("prepare", prepare_grrm, cfg, manifest, run_id, rl_train, val_manifest)
         if stage in ("sft", "full"):
             tuned = steps("sft", sft, cfg, data.sft_file, run_id)
             record_sft(cfg, run_id, tuned, None)

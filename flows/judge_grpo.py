@@ -12,11 +12,11 @@ scheduled retraining on unchanged data reuses every stage and submits no job. Th
 
 from typing import Any, Literal
 
-from prefect import flow
+from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
 from judgeflow.config import load_config
-from judgeflow.stages import sft_source_config, with_policy
+from judgeflow.stages import sft_source_config, val_source_config, with_policy
 from judgeflow.tracking import resolve_tracking_uri
 from tasks.data import download, prepare
 from tasks.evaluate import evaluate
@@ -48,13 +48,19 @@ def judge_grpo(
     overrides: list[str] | None = None,
 ) -> dict[str, Any]:
     """`recipe` defaults to grpo-<mode>; `overrides` are `dotted.key=value` strings."""
-    cfg = load_config(recipe or f"grpo-{mode}", profile=profile, overrides=overrides or [])
+    cfg = load_config(
+        recipe or f"grpo-{mode}",
+        profile=profile,
+        overrides=overrides or [],
+        report=get_run_logger().warning,
+    )
     run_id = start_tracking(cfg)
     stage = StageRecorder()
     metrics: dict[str, float] = {}
     try:
         manifest = stage("download", cached(download), cfg)
-        data = stage("prepare", cached(prepare), cfg, manifest)
+        val_manifest = stage("download[val]", cached(download), val_source_config(cfg)) if cfg.data.val_source else None  # fmt: skip
+        data = stage("prepare", cached(prepare), cfg, manifest, val_manifest)
         record_data(cfg, run_id, manifest, data)
         if cfg.evaluation.enabled:
             before = stage("evaluate[before]", cached(evaluate), cfg, cfg.model.path, data, run_id, "before")  # fmt: skip

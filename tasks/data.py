@@ -35,5 +35,7 @@ def download(cfg: RunConfig) -> Manifest:
     retry_jitter_factor=JITTER,
     retry_condition_fn=retry_transient,
 )
-def prepare(cfg: RunConfig, manifest: Manifest) -> stages.PreparedData:
-    return stages.prepare_stage(cfg, manifest)
+def prepare(
+    cfg: RunConfig, manifest: Manifest, val_manifest: Manifest | None = None
+) -> stages.PreparedData:
+    return stages.prepare_stage(cfg, manifest, val_manifest)

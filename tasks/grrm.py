@@ -20,10 +20,14 @@ from tasks.policies import BACKOFF, JITTER, retry_transient
 
 @task(name="prepare-grrm", retries=1, retry_delay_seconds=5)
 def prepare_grrm(
-    cfg: RunConfig, manifest: Manifest, run_id: str, rl_train: GrrmPrepareResult | None = None
+    cfg: RunConfig,
+    manifest: Manifest,
+    run_id: str,
+    rl_train: GrrmPrepareResult | None = None,
+    val_manifest: Manifest | None = None,
 ) -> stages.GrrmData:
     """SFT, RL train and RL test parquet; `rl_train` when the sharded flow already wrote it."""
-    data = stages.prepare_grrm_stage(cfg, manifest, rl_train)
+    data = stages.prepare_grrm_stage(cfg, manifest, rl_train, val_manifest)
     tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
     rows = []
     for name, (report_file, report) in data.reports.items():

@@ -114,7 +114,9 @@ class StageCache(CachePolicy):
         if self.stage == "download":
             key = caching.download_key(cfg)
         elif self.stage == "prepare":
-            key = caching.prepare_key(cfg, inputs["manifest"].content_hash)
+            val = inputs.get("val_manifest")
+            hashes = inputs["manifest"].content_hash + (f"+{val.content_hash}" if val else "")
+            key = caching.prepare_key(cfg, hashes)
         elif self.stage == "evaluate":
             key = caching.evaluate_key(cfg, inputs["model_dir"], inputs["data"].report)
         elif self.stage == "prepare-sft":

@@ -54,6 +54,10 @@ def _user_errors() -> tuple[type[Exception], ...]:
     return (ConfigError, DataError, SourceError, FileNotFoundError)
 
 
+def _warn(message: str) -> None:
+    console.print(f"[yellow]warning:[/] {message}")
+
+
 def _fail(exc: Exception) -> typer.Exit:
     console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
     return typer.Exit(code=2)
@@ -241,7 +245,7 @@ def render_cmd(recipe: str, profile: ProfileOption = None, set_: SetOption = Non
     from judgeflow.render import render_recipe
 
     try:
-        cfg = load_config(recipe, profile=profile, overrides=set_ or [])
+        cfg = load_config(recipe, profile=profile, overrides=set_ or [], report=_warn)
     except ConfigError as exc:
         raise _fail(exc) from None
     print(render_recipe(cfg), end="")
@@ -261,7 +265,7 @@ def config_cmd(recipe: str, profile: ProfileOption = None, set_: SetOption = Non
     import yaml
 
     try:
-        cfg = load_config(recipe, profile=profile, overrides=set_ or [])
+        cfg = load_config(recipe, profile=profile, overrides=set_ or [], report=_warn)
     except ConfigError as exc:
         raise _fail(exc) from None
     print(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), end="")
@@ -286,7 +290,7 @@ def run_cmd(
     from judgeflow.config import judgeflow_home
 
     try:
-        cfg = load_config(recipe, profile=profile, overrides=set_ or [])
+        cfg = load_config(recipe, profile=profile, overrides=set_ or [], report=_warn)
         _ensure_model(cfg.model.path)
     except ConfigError as exc:
         raise _fail(exc) from None

@@ -12,7 +12,8 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+import warnings
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +28,10 @@ Mode = Literal["pointwise", "pairwise", "grrm"]
 
 class ConfigError(ValueError):
     """A recipe, profile or override is invalid; the message names the key and what to do."""
+
+
+class IgnoredKeyWarning(UserWarning):
+    """A key was set that only another engine or backend reads; this run ignores it."""
 
 
 class _Section(BaseModel):
@@ -305,6 +310,103 @@ class RunConfig(_Section):
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
+# ---------------------------------------------------------------------------- who reads what
+
+#: Keys only one engine or backend reads. Every other key is read by whatever runs (a test walks
+#: every field and checks that changing it changes what the running engine is given).
+ONLY_READ_BY: dict[str, tuple[str, ...]] = {
+    # verl's trainer; TRL has no such knob (or a fixed one: k3 KL, one rollout engine, …)
+    "verl": tuple(
+        f"grpo.{key}"
+        for key in [
+            "val_batch_size",
+            "kl_loss_type",
+            "use_kl_in_reward",
+            "gpu_memory_utilization",
+            "ppo_mini_batch_size",
+            "ppo_micro_batch_size_per_gpu",
+            "use_remove_padding",
+            "ref_param_offload",
+            "reward_manager",
+            "strategy",
+            "model_dtype",
+            "entropy_coeff",
+            "kl_ctrl_coef",
+            "actor_shuffle",
+            "truncation",
+            "param_offload",
+            "optimizer_offload",
+            "ulysses_sequence_parallel_size",
+            "use_dynamic_bsz",
+            "ppo_max_token_len_per_gpu",
+            "log_prob_micro_batch_size_per_gpu",
+            "ref_log_prob_micro_batch_size_per_gpu",
+            "rollout_name",
+            "rollout_mode",
+            "rollout_tensor_model_parallel_size",
+            "calculate_log_probs",
+            "val_temperature",
+            "val_top_p",
+            "val_top_k",
+            "val_do_sample",
+            "overlong_buffer_enable",
+            "overlong_buffer_len",
+            "overlong_buffer_penalty_factor",
+            "overlong_buffer_log",
+            "max_resp_len",
+            "val_before_train",
+            "resume_mode",
+            "logger",
+            "extra_overrides",
+        ]
+    ),
+    # the preparation of judge data (GRRM's data has its own train and test files)
+    "judge": ("data.format", "data.val_fraction", "data.chosen_label", "data.rejected_label"),
+    # GRRM's columns and augmentation
+    "grrm": ("data.grrm",),
+    # sbatch and the Ray cluster of an allocation; the local backend runs one process here
+    "slurm": tuple(
+        f"cluster.{key}"
+        for key in [
+            "partition",
+            "account",
+            "qos",
+            "constraint",
+            "extra_sbatch",
+            "setup",
+            "python",
+            "nodes",
+            "ray_num_cpus",
+            "ray_object_store_mb",
+            "ray_dashboard",
+        ]
+    ),
+}
+
+_READER_KIND = {"verl": "engine", "trl": "engine", "slurm": "backend", "local": "backend"}
+_READER_KIND |= {"judge": "recipes", "grrm": "recipes"}
+
+
+def ignored_keys(cfg: RunConfig, keys: Iterable[str]) -> list[str]:
+    """Why each of `keys` (dotted, as the user set them) does nothing in this run, if it does not."""
+    family = "grrm" if cfg.mode == "grrm" else "judge"
+    running = {
+        "engine": cfg.resolved_engine,
+        "backend": cfg.cluster.backend,
+        "recipes": family,
+    }
+    reasons = []
+    for key in keys:
+        for reader, owned in ONLY_READ_BY.items():
+            kind = _READER_KIND[reader]
+            if reader != running[kind] and any(key == k or key.startswith(f"{k}.") for k in owned):
+                reasons.append(
+                    f"{key} is read only by the {reader} {kind}; this run uses "
+                    f"{running[kind]} and ignores it"
+                )
+    return reasons
+
+
 # ---------------------------------------------------------------------------- loading
 
 
@@ -321,21 +423,46 @@ def load_config(
     *,
     profile: str | None = None,
     overrides: Iterable[str] = (),
+    report: Callable[[str], None] | None = None,
 ) -> RunConfig:
-    """Preset (name or YAML path) + optional profile + `key=value` overrides -> validated config."""
+    """Preset (name or YAML path) + optional profile + `key=value` overrides -> validated config.
+
+    A key the user set that this run's engine or backend does not read is reported by name
+    (`report`, e.g. a logger's warning; default: an :class:`IgnoredKeyWarning`).
+    """
     raw = _read_recipe(_recipe_path(recipe))
     own_profiles = raw.pop("profiles", None) or {}
     if profile:
         # the shared profile first, then what this recipe says for it (`profiles: {tiny: …}`)
         raw = _deep_merge(raw, _read_yaml(_profile_path(profile)))
         raw = _deep_merge(raw, own_profiles.get(profile) or {})
+    # What the user chose (overrides, or a recipe file of their own) is checked for keys this run
+    # would ignore; the shipped presets set keys for both engines on purpose.
+    path = _recipe_path(recipe)
+    own = {} if path.parent == RECIPES_DIR else _read_yaml(path)
+    explicit = [k for k in _dotted_keys(own) if k.split(".")[0] not in ("base", "profiles")]
     for item in overrides:
         key, value = parse_override(item)
         raw = set_dotted(raw, key, value)
+        explicit.append(key)
     raw = _expand(
         raw, {"${JUDGEFLOW_HOME}": str(judgeflow_home()), "${mode}": str(raw.get("mode"))}
     )
-    return validate_config(raw)
+    cfg = validate_config(raw)
+    for reason in ignored_keys(cfg, dict.fromkeys(explicit)):
+        if report is None:
+            warnings.warn(reason, IgnoredKeyWarning, stacklevel=2)
+        else:
+            report(reason)
+    return cfg
+
+
+def _dotted_keys(raw: Mapping[str, Any], prefix: str = "") -> Iterable[str]:
+    for key, value in raw.items():
+        if isinstance(value, Mapping) and value:
+            yield from _dotted_keys(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}"
 
 
 def validate_config(raw: Mapping[str, Any]) -> RunConfig:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from judgeflow.config import RunConfig
     from judgeflow.engines.generate import Generator
 
 __all__ = ["JudgeEvaluation", "JudgeMode", "evaluate_judge", "judge_rows", "score_judgements"]
@@ -30,6 +31,20 @@ class JudgeEvaluation:
 
     metrics: dict[str, float]
     predictions: list[dict[str, Any]] = field(default_factory=list)
+
+
+def params_from(cfg: RunConfig) -> dict[str, Any]:
+    """The run config as `evaluate_judge`'s keyword arguments (the HF generator's knobs)."""
+    e = cfg.evaluation
+    return {
+        "mode": cfg.mode,
+        "max_new_tokens": e.max_new_tokens,
+        "limit": e.limit,
+        "batch_size": e.batch_size,
+        "temperature": e.temperature,
+        "top_p": e.top_p,
+        "samples": e.samples,
+    }
 
 
 def evaluate_judge(

@@ -85,30 +85,63 @@ def download_stage(cfg: RunConfig, progress: Progress | None = None) -> Manifest
     return download(cfg.data.source, dest, revision=cfg.data.revision, progress=progress)
 
 
-def prepare_stage(cfg: RunConfig, manifest: Manifest) -> PreparedData:
-    """Validate and render the judge prompts into verl RL parquet (+ a validation split)."""
+def val_source_config(cfg: RunConfig) -> RunConfig:
+    """`cfg` with `data.val_source` as the source: the validation data is downloaded and
+    manifested like the training data (a revision pins only `data.source`)."""
+    if not cfg.data.val_source:
+        raise ValueError("no data.val_source is set")
+    data = cfg.data.model_copy(update={"source": cfg.data.val_source, "revision": None})
+    return cfg.model_copy(update={"data": data})
+
+
+def prepare_stage(
+    cfg: RunConfig, manifest: Manifest, val_manifest: Manifest | None = None
+) -> PreparedData:
+    """Validate and render the judge prompts into verl RL parquet (+ a validation split).
+
+    With `val_manifest` (from `data.val_source`) the whole training source is trained on and
+    the validation rows are that source's, prepared the same way; `data.val_fraction` is unused.
+    """
     from judgeflow.data import prepare_judge
 
-    if cfg.mode == "grrm":
+    mode = cfg.mode
+    if mode == "grrm":
         raise NotImplementedError("GRRM data preparation runs in the grrm flow")
     params = _prepare_params(cfg)
     tokenizer = cfg.model.path if cfg.data.filter_overlong_prompts else None
     identity = json.dumps(prepare_identity(cfg), sort_keys=True)
-    key = _short_hash(manifest.content_hash, identity)
-    out_dir = store_for(cfg).local_dir("prepared", key)
-    result = prepare_judge(
-        cfg.mode,
-        [str(p) for p in manifest.paths],
-        str(out_dir / f"{cfg.mode}.parquet"),
-        tokenizer=tokenizer,
-        max_prompt_length=cfg.data.max_prompt_length if tokenizer else None,
-        **params,
-    )
+    hashes = [manifest.content_hash] + ([val_manifest.content_hash] if val_manifest else [])
+    out_dir = store_for(cfg).local_dir("prepared", _short_hash(*hashes, identity))
+
+    def run(m: Manifest, output: Path, val_fraction: float) -> Any:
+        return prepare_judge(
+            mode,
+            [str(p) for p in m.paths],
+            str(output),
+            tokenizer=tokenizer,
+            max_prompt_length=cfg.data.max_prompt_length if tokenizer else None,
+            **{**params, "val_fraction": val_fraction},
+        )
+
+    if val_manifest is None:
+        result = run(manifest, out_dir / f"{cfg.mode}.parquet", cfg.data.val_fraction)
+        val_file = str(result.val_path) if result.val_path else None
+        report = result.report
+    else:
+        result = run(manifest, out_dir / f"{cfg.mode}.parquet", 0.0)
+        val = run(val_manifest, out_dir / "val_source" / f"{cfg.mode}.parquet", 0.0)
+        val_file = str(val.train_path)
+        report = {**result.report, "val_source": {"source": val_manifest.source, **val.report}}
+        from judgeflow.data.io import atomic_write_text
+
+        atomic_write_text(
+            result.report_path, json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+        )
     return PreparedData(
         train_file=str(result.train_path),
-        val_file=str(result.val_path) if result.val_path else None,
+        val_file=val_file,
         report_file=str(result.report_path),
-        report=result.report,
+        report=report,
     )
 
 
@@ -182,21 +215,11 @@ def _train_with_verl(
 
 def evaluate_stage(cfg: RunConfig, model_dir: str, data: PreparedData) -> dict[str, Any]:
     """Judge metrics of `model_dir` on the validation split (predictions for a table)."""
-    from judgeflow.evaluation import evaluate_judge
+    from judgeflow.evaluation import evaluate_judge, params_from
 
     if not data.val_file:
         return {"metrics": {}, "rows": []}
-    result = evaluate_judge(
-        model_dir,
-        data.val_file,
-        mode=cfg.mode,
-        max_new_tokens=cfg.evaluation.max_new_tokens,
-        limit=cfg.evaluation.limit,
-        batch_size=cfg.evaluation.batch_size,
-        temperature=cfg.evaluation.temperature,
-        top_p=cfg.evaluation.top_p,
-        samples=cfg.evaluation.samples,
-    )
+    result = evaluate_judge(model_dir, data.val_file, **params_from(cfg))
     return {"metrics": dict(result.metrics), "rows": list(result.predictions)}
 
 
@@ -438,10 +461,26 @@ def grrm_rl_train_job(cfg: RunConfig, manifest: Manifest) -> GrrmRlJob:
     return GrrmRlJob(str(train), str(out / "rl_train.parquet"), options)
 
 
+def grrm_val_file(val_manifest: Manifest) -> Path:
+    """The validation file of a `data.val_source`: its `test.*` file, or its only file."""
+    paths = val_manifest.paths
+    tests = [p for p in paths if p.name.split(".", 1)[0] == "test"]
+    if len(tests) == 1 or len(paths) == 1:
+        return (tests or paths)[0]
+    found = ", ".join(sorted(p.name for p in paths))
+    raise SourceError(
+        f"{val_manifest.source}: data.val_source needs one file or a test.* file (found: {found})"
+    )
+
+
 def prepare_grrm_stage(
-    cfg: RunConfig, manifest: Manifest, rl_train: GrrmPrepareResult | None = None
+    cfg: RunConfig,
+    manifest: Manifest,
+    rl_train: GrrmPrepareResult | None = None,
+    val_manifest: Manifest | None = None,
 ) -> GrrmData:
-    """SFT parquet and augmented RL parquet from the train split; plain RL rows from the test split.
+    """SFT parquet and augmented RL parquet from the train split; plain RL rows from the test
+    split, or from `data.val_source` (`val_manifest`) when it is set.
 
     `rl_train` is the RL train preparation when it already ran elsewhere (sharded over Ray, see
     `flows/prepare_sharded.py`); it must be the file `grrm_rl_train_job` names.
@@ -451,6 +490,10 @@ def prepare_grrm_stage(
     g = cfg.data.grrm
     train, test = grrm_split_files(manifest)
     out, columns = _grrm_dir_and_columns(cfg, manifest)
+    test_out = out
+    if val_manifest is not None:
+        test = grrm_val_file(val_manifest)
+        test_out = out / f"val-{val_manifest.content_hash[:16]}"
     job = grrm_rl_train_job(cfg, manifest)
     if rl_train is None:
         rl_train = prepare_grrm_rl(job.input, job.output, **job.options)
@@ -459,7 +502,7 @@ def prepare_grrm_stage(
     sft = prepare_grrm_sft(
         str(train), str(out / "sft.parquet"), analysis_key=g.analysis_key, **columns
     )
-    rl_test = prepare_grrm_rl(str(test), str(out / "rl_test.parquet"), split="test", **columns)
+    rl_test = prepare_grrm_rl(str(test), str(test_out / "rl_test.parquet"), split="test", **columns)
     return GrrmData(
         sft_file=sft.output_path,
         rl=PreparedData(

@@ -135,6 +135,13 @@ def make_executor(cluster: ClusterConfig, folder: str | Path, *, name: str) -> s
     """A submitit executor for the configured backend with the generic resources applied."""
     backend = "slurm" if cluster.backend == "slurm" else "local"
     executor = _auto_executor(cluster, folder, backend)
+    executor.update_parameters(**executor_parameters(cluster, name=name))
+    return executor
+
+
+def executor_parameters(cluster: ClusterConfig, *, name: str) -> dict[str, Any]:
+    """submitit's parameters for the configured backend: the generic resources, then sbatch's."""
+    backend = "slurm" if cluster.backend == "slurm" else "local"
     params: dict[str, Any] = {
         "name": name,
         "timeout_min": cluster.timeout_min,
@@ -149,8 +156,7 @@ def make_executor(cluster: ClusterConfig, folder: str | Path, *, name: str) -> s
         params["gpus_per_node"] = cluster.gpus_per_node
     if backend == "slurm":
         params.update(slurm_parameters(cluster))
-    executor.update_parameters(**params)
-    return executor
+    return params
 
 
 def slurm_parameters(cluster: ClusterConfig) -> dict[str, Any]:
@@ -200,12 +206,18 @@ def render_sbatch(spec: StageSpec, cluster: ClusterConfig) -> str:
     return inner._make_submission_file_text(inner._submitit_command_str, "%j")
 
 
+def executor_options(cluster: ClusterConfig) -> dict[str, Any]:
+    """submitit's executor options: `cluster.python` is how a node starts Python (a
+    container's, or a venv on shared storage)."""
+    if cluster.backend == "slurm" and cluster.python:
+        return {"slurm_python": cluster.python}
+    return {}
+
+
 def _auto_executor(
     cluster: ClusterConfig, folder: str | Path, backend: str
 ) -> submitit.AutoExecutor:
-    """`cluster.python` is how a node starts Python: a container's, or a venv on shared storage."""
-    extra = {"slurm_python": cluster.python} if backend == "slurm" and cluster.python else {}
-    return submitit.AutoExecutor(folder=str(folder), cluster=backend, **extra)
+    return submitit.AutoExecutor(folder=str(folder), cluster=backend, **executor_options(cluster))
 
 
 def _last_lines(text: str, n: int) -> str:
