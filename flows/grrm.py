@@ -2,7 +2,9 @@
 
     download → prepare (SFT, RL train, RL test) → SFT → evaluate → RLVR from the SFT model → evaluate → log
 
-`stage` picks the part to run: `sft`, `rlvr` (from model.path, e.g. an SFT checkpoint) or `full`.
+`stage` picks the part to run: `sft`, `rlvr` or `full`. `rlvr` starts from the newest SFT model of
+the same lineage (same data and SFT settings, found in MLflow), or from `model.path` when an
+override sets it. Every stage is cached as in judge-grpo: an unchanged retraining submits no job.
 With `data.shards` > 1 the augmented RL train split is prepared by the `prepare-grrm-rl-sharded`
 subflow on Ray (`data.ray_address`, local by default) first; its bytes are the same either way.
 """
@@ -14,11 +16,11 @@ from prefect.runtime import flow_run
 
 from flows.prepare_sharded import on_ray
 from judgeflow.config import load_config
-from judgeflow.stages import grrm_rl_train_job, val_source_config
+from judgeflow.stages import grrm_rl_train_job, val_source_config, with_policy
 from judgeflow.tracking import resolve_tracking_uri
 from tasks.data import download
 from tasks.evaluate import evaluate
-from tasks.grrm import prepare_grrm
+from tasks.grrm import find_sft_model, prepare_grrm, record_grrm_data
 from tasks.policies import cached
 from tasks.sft import record_sft, sft
 from tasks.tracking import (
@@ -60,31 +62,33 @@ def grrm(
             sharded = on_ray(cfg.data.shards, cfg.data.ray_address)
             rl_train = steps("prepare[rl_train]", sharded, job.input, job.output, cfg.data.shards, job.options)  # fmt: skip
         val_manifest = steps("download[val]", cached(download), val_source_config(cfg)) if cfg.data.val_source else None  # fmt: skip
-        data = steps("prepare", prepare_grrm, cfg, manifest, run_id, rl_train, val_manifest)
+        data = steps("prepare", cached(prepare_grrm), cfg, manifest, rl_train, val_manifest)
+        record_grrm_data(cfg, run_id, data)
         if stage in ("sft", "full"):
-            tuned = steps("sft", sft, cfg, data.sft_file, run_id)
-            record_sft(cfg, run_id, tuned, None)
+            retrying_sft = cached(sft, retries=cfg.cluster.retries, retry_delay_s=cfg.cluster.retry_delay_s)  # fmt: skip
+            tuned = steps("sft", retrying_sft, cfg, data.sft_file, run_id)
+            record_sft(cfg, run_id, tuned, data.sft_file)
             steps.add_metrics("sft", tuned.metrics)
             model_dir = tuned.model_dir
             if cfg.evaluation.enabled:
-                result = steps("evaluate[sft]", evaluate, cfg, model_dir, data.rl, run_id, "sft")
+                result = steps("evaluate[sft]", cached(evaluate), with_policy(cfg, model_dir), model_dir, data.rl, run_id, "sft")  # fmt: skip
                 metrics |= record_evaluation(cfg, run_id, "sft", result)
+        elif not any(o.startswith("model.path=") for o in overrides or []):
+            model_dir = find_sft_model(cfg, data.sft_file)  # RLVR only: this lineage's SFT
         if stage in ("rlvr", "full"):
-            rl_cfg = cfg.model_copy(
-                update={"model": cfg.model.model_copy(update={"path": model_dir})}
-            )
+            rl_cfg = with_policy(cfg, model_dir)
             if stage == "rlvr" and cfg.evaluation.enabled:
-                result = steps("evaluate[before]", evaluate, rl_cfg, model_dir, data.rl, run_id, "before")  # fmt: skip
+                result = steps("evaluate[before]", cached(evaluate), rl_cfg, model_dir, data.rl, run_id, "before")  # fmt: skip
                 metrics |= record_evaluation(cfg, run_id, "before", result)
-            retrying = train.with_options(
-                retries=cfg.cluster.retries, retry_delay_seconds=cfg.cluster.retry_delay_s
+            retrying = cached(
+                train, retries=cfg.cluster.retries, retry_delay_s=cfg.cluster.retry_delay_s
             )
             trained = steps("train", retrying, rl_cfg, data.rl, run_id)
             record_training(rl_cfg, run_id, trained)
             steps.add_metrics("train", {"global_step": trained.model.global_step, **trained.model.metrics})  # fmt: skip
             model_dir = trained.model.model_dir
             if cfg.evaluation.enabled:
-                result = steps("evaluate[after]", evaluate, rl_cfg, model_dir, data.rl, run_id, "after")  # fmt: skip
+                result = steps("evaluate[after]", cached(evaluate), rl_cfg, model_dir, data.rl, run_id, "after")  # fmt: skip
                 metrics |= record_evaluation(cfg, run_id, "after", result)
     except BaseException as exc:
         publish_summary(cfg, run_id, steps.rows, str(flow_run.get_id()))

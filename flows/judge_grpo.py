@@ -71,7 +71,7 @@ def judge_grpo(
             sft_data = stage("prepare[sft]", cached(prepare_sft), cfg, sft_manifest)
             retrying_sft = cached(sft, retries=cfg.cluster.retries, retry_delay_s=cfg.cluster.retry_delay_s)  # fmt: skip
             tuned = stage("sft", retrying_sft, cfg, sft_data.file, run_id)
-            record_sft(cfg, run_id, tuned, sft_data)
+            record_sft(cfg, run_id, tuned, sft_data.file, sft_data)
             stage.add_metrics("sft", tuned.metrics)
             rl_cfg = with_policy(cfg, tuned.model_dir)  # GRPO starts from the SFT model
             if cfg.evaluation.enabled:

@@ -9,7 +9,7 @@ from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from judgeflow import stages
+from judgeflow import lineage, stages
 from judgeflow.config import RunConfig
 from judgeflow.data import GrrmPrepareResult
 from judgeflow.data import shards as grrm_shards
@@ -18,16 +18,26 @@ from judgeflow.tracking import Tracker
 from tasks.policies import BACKOFF, JITTER, retry_transient
 
 
-@task(name="prepare-grrm", retries=1, retry_delay_seconds=5)
+@task(
+    name="prepare-grrm",
+    retries=2,
+    retry_delay_seconds=BACKOFF,
+    retry_jitter_factor=JITTER,
+    retry_condition_fn=retry_transient,
+)
 def prepare_grrm(
     cfg: RunConfig,
     manifest: Manifest,
-    run_id: str,
     rl_train: GrrmPrepareResult | None = None,
     val_manifest: Manifest | None = None,
 ) -> stages.GrrmData:
     """SFT, RL train and RL test parquet; `rl_train` when the sharded flow already wrote it."""
-    data = stages.prepare_grrm_stage(cfg, manifest, rl_train, val_manifest)
+    return stages.prepare_grrm_stage(cfg, manifest, rl_train, val_manifest)
+
+
+@task(name="record-grrm-data", retries=3, retry_delay_seconds=BACKOFF)
+def record_grrm_data(cfg: RunConfig, run_id: str, data: stages.GrrmData) -> None:
+    """The data reports in MLflow and the Prefect UI (also when `prepare-grrm` was cached)."""
     tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
     rows = []
     for name, (report_file, report) in data.reports.items():
@@ -37,7 +47,19 @@ def prepare_grrm(
                              f"data/{name}_rows_dropped": counts["rows_dropped"]})  # fmt: skip
         rows.append({"file": name, **counts})
     create_table_artifact(key="data-report", table=rows, description=f"GRRM data for {cfg.recipe}")
-    return data
+
+
+@task(name="find-sft-model", retries=3, retry_delay_seconds=BACKOFF)
+def find_sft_model(cfg: RunConfig, sft_file: str) -> str:
+    """The SFT model of this lineage (same SFT data and config), for an RLVR-only run."""
+    model = lineage.lineage_sft_model(cfg, sft_file)
+    if model is None:
+        raise LookupError(
+            f"no finished SFT of {cfg.recipe} on this data and SFT config in MLflow experiment "
+            f"{cfg.tracking.experiment!r}: run `judgeflow run {cfg.recipe} --stage sft` (or "
+            "full) first, or start RLVR from a model of your choice with --set model.path=…"
+        )
+    return model
 
 
 # The shard tasks pass paths to intermediate files that the merge deletes: never cached.

@@ -117,6 +117,10 @@ class StageCache(CachePolicy):
             val = inputs.get("val_manifest")
             hashes = inputs["manifest"].content_hash + (f"+{val.content_hash}" if val else "")
             key = caching.prepare_key(cfg, hashes)
+        elif self.stage == "prepare-grrm":
+            val = inputs.get("val_manifest")
+            hashes = inputs["manifest"].content_hash + (f"+{val.content_hash}" if val else "")
+            key = caching.prepare_grrm_key(cfg, hashes)
         elif self.stage == "evaluate":
             key = caching.evaluate_key(cfg, inputs["model_dir"], inputs["data"].report)
         elif self.stage == "prepare-sft":

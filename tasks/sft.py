@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from prefect import task
 
-from judgeflow import stages
+from judgeflow import caching, lineage, stages
 from judgeflow.config import RunConfig
 from judgeflow.storage import Manifest
 from judgeflow.tracking import Tracker
@@ -56,12 +56,17 @@ def sft(cfg: RunConfig, sft_file: str, run_id: str) -> SftOutcome:
 
 @task(name="record-sft", retries=3, retry_delay_seconds=BACKOFF, retry_condition_fn=retry_transient)
 def record_sft(
-    cfg: RunConfig, run_id: str, outcome: SftOutcome, data: stages.SftData | None
+    cfg: RunConfig,
+    run_id: str,
+    outcome: SftOutcome,
+    sft_file: str,
+    data: stages.SftData | None = None,
 ) -> None:
     """Lineage: which SFT model RL starts from, which job and run trained it, on what data."""
     tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
     tags = {
-        "judgeflow.sft.model_dir": outcome.model_dir,
+        lineage.SFT_KEY_TAG: caching.sft_key(cfg, sft_file),
+        lineage.SFT_MODEL_TAG: outcome.model_dir,
         "judgeflow.sft.job_id": outcome.job_id,
         "judgeflow.sft.mlflow_run_id": outcome.mlflow_run_id,
         "judgeflow.sft.base_model": cfg.model.path,

@@ -136,6 +136,18 @@ def prepare_key(cfg: RunConfig, manifest_hash: str) -> str:
     )
 
 
+def prepare_grrm_key(cfg: RunConfig, manifest_hash: str) -> str:
+    """GRRM's SFT / RL train / RL test files depend on the data, its columns and augmentation."""
+    d = cfg.data
+    return "prepare-grrm-" + digest(
+        manifest_hash,
+        d.grrm.model_dump(mode="json"),
+        d.seed,
+        d.skip_invalid,
+        code_version(*PREPARE_CODE),
+    )
+
+
 # ---------------------------------------------------------------------------- train
 
 
@@ -212,6 +224,8 @@ def usable(result: Any) -> bool:
         paths = [result.model_dir]
     elif hasattr(result, "model"):  # a wrapper around a TrainedModel
         return usable(result.model)
+    elif hasattr(result, "sft_file") and hasattr(result, "rl"):  # GrrmData
+        return Path(result.sft_file).exists() and usable(result.rl)
     elif hasattr(result, "file") and hasattr(result, "report"):  # SftData
         paths = [result.file]
     elif hasattr(result, "train_file"):  # PreparedData
@@ -230,6 +244,7 @@ __all__ = [
     "download_key",
     "evaluate_key",
     "model_version",
+    "prepare_grrm_key",
     "prepare_identity",
     "prepare_key",
     "prepare_sft_key",

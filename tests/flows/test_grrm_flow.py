@@ -47,3 +47,35 @@ def test_grrm_full_pipeline_sft_then_rlvr(
     assert "plots/training_curves.png" in {
         a.path for a in client.list_artifacts(run.info.run_id, "plots")
     }
+
+    # RLVR alone starts from this lineage's SFT model (found in MLflow), and a retraining on
+    # unchanged data is served from the cache: no job is submitted, the checkpoint is the same.
+    rlvr = grrm(
+        recipe="grrm-full", stage="rlvr", profile="tiny",
+        overrides=[f"tracking.tracking_uri={mlflow_server}"],
+    )  # fmt: skip
+    tags = client.get_run(rlvr["mlflow_run_id"]).data.tags
+    assert tags["judgeflow.train.start_model"] == str(sft_dir)
+    assert rlvr["stages"] == dict.fromkeys(rlvr["stages"], "cached")
+    assert set(rlvr["stages"]) == {"download", "prepare", "evaluate[before]", "train", "evaluate[after]"}  # fmt: skip
+    assert rlvr["checkpoint"] == summary["checkpoint"]
+
+    again = grrm(
+        recipe="grrm-full", stage="full", profile="tiny",
+        overrides=[f"tracking.tracking_uri={mlflow_server}"],
+    )  # fmt: skip
+    assert again["stages"] == dict.fromkeys(summary["stages"], "cached")
+    assert again["checkpoint"] == summary["checkpoint"]
+
+
+def test_rlvr_alone_without_an_sft_of_this_lineage_says_what_to_do(
+    prefect_server: str, mlflow_server: str, judgeflow_home: Path
+) -> None:
+    from flows.grrm import grrm
+
+    with pytest.raises(LookupError, match="--stage sft"):
+        grrm(
+            recipe="grrm-full", stage="rlvr", profile="tiny",
+            overrides=[f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=empty",
+                       "evaluation.enabled=false"],
+        )  # fmt: skip
