@@ -225,7 +225,7 @@ def usable(result: Any) -> bool:
     elif hasattr(result, "model"):  # a wrapper around a TrainedModel
         return usable(result.model)
     elif hasattr(result, "sft_file") and hasattr(result, "rl"):  # GrrmData
-        return Path(result.sft_file).exists() and usable(result.rl)
+        return _exists(result.sft_file) and usable(result.rl)
     elif hasattr(result, "file") and hasattr(result, "report"):  # SftData
         paths = [result.file]
     elif hasattr(result, "train_file"):  # PreparedData
@@ -234,7 +234,15 @@ def usable(result: Any) -> bool:
         paths = [str(p) for p in result.paths]
     else:
         return True
-    return all(Path(p).exists() for p in paths if p)
+    return all(_exists(p) for p in paths if p)
+
+
+def _exists(uri: str) -> bool:
+    """A local path or a store URI (s3://…) exists; through fsspec, so S3 caches can hit."""
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(uri)
+    return bool(fs.exists(path))
 
 
 __all__ = [

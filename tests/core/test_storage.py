@@ -115,3 +115,27 @@ def test_download_from_s3_and_publish_to_s3(tmp_path: Path, s3_env: str) -> None
     uri = store.publish(src / "a.jsonl", "runs", "r1", "a.jsonl")
     assert uri == "s3://jf-data/store/runs/r1/a.jsonl"
     assert fs.cat(uri) == (src / "a.jsonl").read_bytes()
+
+
+def test_a_cached_result_on_s3_is_usable_until_its_files_go(tmp_path: Path, s3_env: str) -> None:
+    """The cache checks a result's files through fsspec: an S3 result can be a hit."""
+    import s3fs
+
+    from judgeflow.caching import usable
+    from judgeflow.stages import PreparedData, TrainedModel
+
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": s3_env})
+    fs.mkdir("jf-cache")
+    for name in ("train.parquet", "val.parquet", "report.json", "model/config.json"):
+        fs.pipe(f"jf-cache/run/{name}", b"x")
+    data = PreparedData(
+        "s3://jf-cache/run/train.parquet",
+        "s3://jf-cache/run/val.parquet",
+        "s3://jf-cache/run/report.json",
+        {},
+    )
+    model = TrainedModel("s3://jf-cache/run/model", None, 4, None, {})
+    assert usable(data) and usable(model)
+    fs.rm("jf-cache/run/val.parquet")
+    fs.rm("jf-cache/run/model", recursive=True)
+    assert not usable(data) and not usable(model)
