@@ -28,5 +28,6 @@ def evaluate(
 ) -> dict[str, Any]:
     """`{"metrics": {"eval/…": v}, "rows": [predictions]}` of `model_dir` on the val split."""
     if cfg.cluster.backend == "slurm":
-        return run_job(cfg, stages.evaluate_stage_spec(cfg, model_dir, data, run_id, label))[1]
+        job = stages.evaluation_job_config(cfg)  # one node, evaluation.gpus GPUs
+        return run_job(job, stages.evaluate_stage_spec(job, model_dir, data, run_id, label))[1]
     return stages.evaluate_stage(cfg, model_dir, data)

@@ -229,6 +229,9 @@ class ClusterConfig(_Section):
 
 class EvaluationConfig(_Section):
     enabled: bool = True
+    gpus: int = Field(
+        1, ge=0, description="GPUs of the evaluation job, on one node (not the training allocation)"
+    )
     max_new_tokens: int = Field(2048, gt=0)
     temperature: float = Field(0.0, ge=0)
     top_p: float = Field(1.0, gt=0, le=1)

@@ -298,11 +298,22 @@ def train_stage_spec(
     return stage_spec(cfg, "train", run_id, payload, dry_run=dry_run)
 
 
+def evaluation_job_config(cfg: RunConfig) -> RunConfig:
+    """`cfg` with the evaluation job's own resources: one node, `evaluation.gpus` GPUs (at most
+    a node's), so generating on one device does not hold the whole training allocation."""
+    gpus = min(cfg.evaluation.gpus, cfg.cluster.gpus_per_node)
+    cluster = cfg.cluster.model_copy(update={"nodes": 1, "gpus_per_node": gpus})
+    return cfg.model_copy(update={"cluster": cluster})
+
+
 def evaluate_stage_spec(
     cfg: RunConfig, model_dir: str, data: PreparedData, run_id: str, label: str
 ) -> StageSpec:
+    """The evaluation job: HF generation in one process, no Ray cluster (see
+    `evaluation_job_config` for its resources)."""
     payload = {"data": asdict(data), "model_dir": model_dir}
-    return stage_spec(cfg, "evaluate", run_id, payload, name=f"evaluate-{label}")
+    spec = stage_spec(cfg, "evaluate", run_id, payload, name=f"evaluate-{label}")
+    return replace(spec, ray=False)
 
 
 #: Metrics a stage's progress file carries (the terminal bar shows them beside the step).

@@ -32,7 +32,7 @@ from judgeflow.config import (
 from judgeflow.engines import llamafactory, trl
 from judgeflow.engines.verl import verl_overrides
 from judgeflow.evaluation import params_from as evaluation_params
-from judgeflow.stages import grrm_rl_train_job, stage_spec, store_for
+from judgeflow.stages import evaluation_job_config, grrm_rl_train_job, stage_spec, store_for
 from judgeflow.storage import Manifest, ManifestFile
 from judgeflow.tracking import resolve_tracking_uri
 
@@ -70,6 +70,7 @@ def consumers(cfg: RunConfig) -> dict[str, Any]:
         "executor_options": executor_options(cfg.cluster),
         "spec": asdict(stage_spec(cfg, "train", "run", {}, dry_run=True)),
         "evaluation": evaluation_params(cfg),
+        "evaluation_job": executor_parameters(evaluation_job_config(cfg).cluster, name="eval"),
         "sft": asdict(llamafactory.params_from(cfg, "/out/sft")),
         "store": store_for(cfg).root,
         "tracking": (cfg.tracking.experiment, resolve_tracking_uri(cfg.tracking.tracking_uri)),
@@ -253,3 +254,21 @@ def test_engine_choice() -> None:
 def test_adv_estimator() -> None:
     cfg = load_config("grpo-pointwise", overrides=["cluster.backend=slurm"])
     assert "algorithm.adv_estimator=grpo" in consumers(cfg)["verl"]
+
+
+def test_evaluation_job_has_its_own_resources() -> None:
+    cfg = load_config(
+        "grrm-full",
+        overrides=["cluster.backend=slurm", "cluster.nodes=2", "cluster.gpus_per_node=8"],
+    )
+    train = executor_parameters(cfg.cluster, name="train")
+    job = executor_parameters(evaluation_job_config(cfg).cluster, name="eval")
+    assert (train["nodes"], train["gpus_per_node"]) == (2, 8)
+    assert (job["nodes"], job["gpus_per_node"]) == (1, 1)
+    assert (
+        job["slurm_partition"] == train["slurm_partition"] if "slurm_partition" in train else True
+    )
+    cpu = load_config(
+        "grpo-pointwise", overrides=["cluster.backend=slurm", "cluster.gpus_per_node=0"]
+    )
+    assert "gpus_per_node" not in executor_parameters(evaluation_job_config(cpu).cluster, name="e")
