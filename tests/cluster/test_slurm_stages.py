@@ -161,3 +161,61 @@ def test_plain_sbatch_template_runs_the_same_bootstrap_on_two_nodes(
     )  # fmt: skip
     text = out.read_text()
     assert "alive nodes: 2" in text, text[-3000:]
+
+
+TORCH_WORKER = textwrap.dedent(
+    """
+    import pathlib, sys, time
+    import torch.distributed as dist
+    dist.init_process_group("gloo")
+    pathlib.Path(sys.argv[1], f"rank{dist.get_rank()}").touch()
+    time.sleep(600)
+    """
+)
+
+
+def _tagged(tag: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if tag.encode() in (entry / "environ").read_bytes():
+                    found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+            except OSError:
+                continue
+    return found
+
+
+def test_cancelled_torchrun_stage_leaves_no_process_on_any_node(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """Two nodes, two torchrun workers each (they run in sessions of their own): scancel must
+    take down the launchers and every worker, as it must for a multi-node SFT stage."""
+    tag = f"jf-torchrun-{uuid.uuid4().hex[:8]}"
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    worker = tmp_path / "worker.py"
+    worker.write_text(TORCH_WORKER)
+    launch = (
+        f"exec {sys.executable} -m torch.distributed.run --nnodes=$NNODES "
+        "--node_rank=$NODE_RANK --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT "
+        f"--nproc_per_node=2 {worker} {ready}"
+    )
+    spec = StageSpec(name="torchrun2", command=["bash", "-c", launch], workdir=str(tmp_path / "tr"),
+                     env={"JF_TEST_TAG": tag}, ray=False, torchrun=True)  # fmt: skip
+    handle = submit(spec, _cluster(nodes=2))
+    deadline = time.monotonic() + 240
+    while len(list(ready.iterdir())) < 4 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert sorted(p.name for p in ready.iterdir()) == ["rank0", "rank1", "rank2", "rank3"]
+    running = _tagged(tag)
+    assert sum("worker.py" in c and "torch.distributed.run" not in c for c in running) == 4
+
+    slurm_cluster.run("scancel", handle.job_id)
+    with pytest.raises(StageFailed) as err:
+        watch(handle, on_log=lambda _line: None, poll_s=1.0)
+    assert err.value.state == "CANCELLED"
+    deadline = time.monotonic() + 60
+    while _tagged(tag) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _tagged(tag) == []

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import json
 import os
 import secrets
@@ -37,12 +36,13 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import Any
+
+from judgeflow.cluster.procs import ProcessTree
 
 __all__ = [
     "Allocation",
@@ -59,8 +59,6 @@ Log = Callable[[str], None]
 HEAD_FILE = "head.json"
 DONE_FILE = "done"
 TOKEN_FILE = "auth_token"
-# Env var every process we start inherits; teardown finds stragglers by it.
-_INSTANCE_ENV = "JUDGEFLOW_RAY_INSTANCE"
 _POLL_S = 0.1
 # How often a worker rank tries `ray start --address` before it gives up.
 _JOIN_ATTEMPTS = 3
@@ -211,110 +209,6 @@ def free_ports(n: int) -> list[int]:
 # --------------------------------------------------------------------------- processes
 
 
-def _set_pdeathsig() -> None:
-    """In the child: get SIGTERM if the bootstrap dies, even by SIGKILL (Linux only)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-def _proc_ids(pid: int) -> tuple[int, int] | None:
-    """(process group, session) of a live process, read from /proc."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return int(fields[2]), int(fields[3])
-
-
-def _has_marker(pid: int, marker: bytes) -> bool:
-    try:
-        return marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return False
-
-
-def _our_leftovers(session: int, marker: str, temp_dir: Path | None) -> list[int]:
-    """PIDs of one started process tree: same session, its env marker, or its temp dir.
-
-    Ray renames workers (``ray::...``) so their command line does not say whose they are; the
-    inherited env marker and the session do. The temp dir catches anything that left both.
-    """
-    me = os.getpid()
-    needle = str(temp_dir).encode() if temp_dir else None
-    mark = f"{_INSTANCE_ENV}={marker}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        pid = int(entry.name)
-        ids = _proc_ids(pid)
-        if ids is None:
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if ids[1] == session or (needle and needle in cmdline) or _has_marker(pid, mark):
-            found.append(pid)
-    return found
-
-
-def _signal_all(pids: Sequence[int], sig: signal.Signals) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-
-
-@dataclass
-class _Started:
-    """One process tree we started (a ``ray start --block`` or the driver), in its own session."""
-
-    name: str
-    proc: subprocess.Popen[bytes]
-    marker: str
-    temp_dir: Path | None
-
-    def stop(self, grace_s: float, log: Log) -> None:
-        """SIGTERM the leader, wait, then SIGKILL whatever of its tree is left."""
-        session = self.proc.pid  # start_new_session: the leader's pid is the session id
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                log(f"[ray-bootstrap] {self.name} did not stop in {grace_s:.0f}s; killing it")
-        deadline = time.monotonic() + grace_s
-        left = _our_leftovers(session, self.marker, self.temp_dir)
-        if left:
-            _signal_all(left, signal.SIGTERM)
-        while left and time.monotonic() < deadline:
-            time.sleep(_POLL_S)
-            left = _our_leftovers(session, self.marker, self.temp_dir)
-        if left:
-            log(f"[ray-bootstrap] SIGKILL to {len(left)} leftover process(es) of {self.name}")
-            _signal_all(left, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
-
-
-def _popen(
-    cmd: Sequence[str], env: Mapping[str, str], stdout: IO[bytes] | int
-) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        list(cmd),
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=stdout,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        preexec_fn=_set_pdeathsig,
-    )
-
-
 # --------------------------------------------------------------------------- signals
 
 
@@ -364,7 +258,7 @@ class _Node:
     alloc: Allocation
     log: Log
     temp_dir: Path = field(init=False)
-    started: list[_Started] = field(default_factory=list)
+    started: list[ProcessTree] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         base = os.environ.get("JUDGEFLOW_RAY_TMPDIR", "/tmp")
@@ -382,16 +276,16 @@ class _Node:
 
     def spawn(
         self, name: str, cmd: Sequence[str], env: Mapping[str, str], out: Any, owns_temp: bool
-    ) -> _Started:
-        """Start ``cmd`` in its own session, tagged so teardown can find all of its tree."""
-        marker = uuid.uuid4().hex
-        proc = _popen(cmd, {**env, _INSTANCE_ENV: marker}, out)
-        started = _Started(name, proc, marker, self.temp_dir if owns_temp else None)
+    ) -> ProcessTree:
+        """Start `cmd` as a process tree of its own, so teardown can find all of it."""
+        started = ProcessTree.start(
+            name, cmd, env, stdout=out, temp_dir=self.temp_dir if owns_temp else None
+        )
         self.started.append(started)
         self.log(f"[ray-bootstrap] rank {self.alloc.rank}: {name} pid {started.proc.pid}")
         return started
 
-    def ray_start(self, args: Sequence[str], env: Mapping[str, str]) -> _Started:
+    def ray_start(self, args: Sequence[str], env: Mapping[str, str]) -> ProcessTree:
         cmd = [sys.executable, "-m", "ray.scripts.scripts", "start", "--block", *args]
         self.log(f"[ray-bootstrap] rank {self.alloc.rank}: temp dir {self.temp_dir}")
         with open(self.start_log, "ab") as out:
@@ -605,7 +499,7 @@ def _run_head(
 
 def _join(
     node: _Node, info: HeadInfo, ip: str, res: _Resources, env: Mapping[str, str]
-) -> _Started:
+) -> ProcessTree:
     """Start this rank's ``ray start --address`` on freshly picked ports."""
     args = [f"--address={info.address}", *_common_args(ip, node.alloc, node.temp_dir, res)]
     worker = node.ray_start(args, _ray_env(env, info.token_path))

@@ -137,6 +137,6 @@ def _torchrun_env(alloc: Any, timeout_s: float = 300.0) -> dict[str, str]:
 
 
 def _run_plain(command: list[str], env: dict[str, str]) -> int:
-    from judgeflow.process import run_in_process_group
+    from judgeflow.cluster.procs import run_tree
 
-    return run_in_process_group(command, {**os.environ, **env}, grace_s=30.0)
+    return run_tree(command, {**os.environ, **env}, grace_s=30.0)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
+
+from judgeflow.cluster.procs import ProcessTree
 
 if TYPE_CHECKING:
     from judgeflow.config import RunConfig
@@ -63,6 +64,8 @@ _LOG_RENAMES = {
     "percentage": "sft/progress_pct",
 }
 _POLL_S = 0.5
+#: How long LLaMA-Factory (and its torchrun workers) get between SIGTERM and SIGKILL.
+_STOP_GRACE_S = 30.0
 
 
 class SftError(RuntimeError):
@@ -413,17 +416,19 @@ def run_sft(
     engine_log = output_dir / ENGINE_LOG
     say(f"sft: {' '.join(command)} (LLaMA-Factory's output: {engine_log})")
     with engine_log.open("ab") as log:
-        proc = subprocess.Popen(
-            command, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT
+        # A tree of its own: torchrun puts its workers in new sessions, so stopping only the
+        # leader (llamafactory-cli) would leave them training after a cancel.
+        tree = ProcessTree.start(
+            "llamafactory-cli", command, {**os.environ, **(env or {})}, stdout=log
         )
+        proc = tree.proc
         try:
             while proc.poll() is None:
                 time.sleep(_POLL_S)
                 publish()
-        except BaseException:
-            proc.terminate()
-            proc.wait()
-            raise
+        finally:
+            if proc.poll() is None or tree.pids():
+                tree.stop(_STOP_GRACE_S, say)
     publish()
     if proc.returncode != 0:
         raise SftError(

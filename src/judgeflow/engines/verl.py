@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from judgeflow.cluster.procs import run_tree
 from judgeflow.config import RunConfig, validate_config
-from judgeflow.process import run_in_process_group
 from judgeflow.rewards import REWARD_FUNCTION_NAME, reward_module_path
 
 if TYPE_CHECKING:
@@ -334,7 +334,7 @@ def mlflow_env(tracking_uri: str | None, run_id: str | None) -> dict[str, str]:
 def run_streaming(command: Sequence[str], env: Mapping[str, str]) -> int:
     """Run a command with our stdout/stderr (so its log streams), in its own process group:
     verl's driver leaves children behind, and an interrupted stage must stop them all."""
-    return run_in_process_group(command, env, grace_s=60.0)
+    return run_tree(command, env, grace_s=60.0)
 
 
 @dataclass(frozen=True)
