@@ -3,6 +3,7 @@ cold start itself is `tasks.sft.sft`, shared with the judge recipes."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from prefect import task
@@ -41,7 +42,7 @@ def record_grrm_data(cfg: RunConfig, run_id: str, data: stages.GrrmData) -> None
     tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
     rows = []
     for name, (report_file, report) in data.reports.items():
-        tracker.log_artifact(report_file, "data")
+        tracker.log_dict(report, f"data/{Path(report_file).name}")  # the file may be elsewhere
         counts = report["counts"]
         tracker.log_metrics({f"data/{name}_rows_written": counts["rows_written"],
                              f"data/{name}_rows_dropped": counts["rows_dropped"]})  # fmt: skip

@@ -56,7 +56,7 @@ def record_data(cfg: RunConfig, run_id: str, manifest: Manifest, data: stages.Pr
             "judgeflow.data.manifest_hash": manifest.content_hash,
         }
     )
-    tracker.log_artifact(data.report_file, "data")
+    tracker.log_dict(data.report, f"data/{Path(data.report_file).name}")  # also when on S3
     counts = data.report["counts"]
     written = counts["examples_written"]
     dropped = data.report["dropped"]["by_reason"]

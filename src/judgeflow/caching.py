@@ -231,7 +231,8 @@ def usable(result: Any) -> bool:
     elif hasattr(result, "train_file"):  # PreparedData
         paths = [result.train_file, result.val_file, result.report_file]
     elif hasattr(result, "files") and hasattr(result, "paths"):  # Manifest
-        paths = [str(p) for p in result.paths]
+        # published to a remote store: the copy there is what other machines read
+        paths = [result.uri] if result.uri else [str(p) for p in result.paths]
     else:
         return True
     return all(_exists(p) for p in paths if p)

@@ -48,6 +48,32 @@ def store_for(cfg: RunConfig) -> ArtifactStore:
     return ArtifactStore(cfg.storage.root)
 
 
+def fetch(cfg: RunConfig, uri: str) -> str:
+    """A local path for what a stage reads: itself, or a store URI's verified local copy."""
+    return str(store_for(cfg).fetch(uri))
+
+
+def local_manifest(cfg: RunConfig, manifest: Manifest) -> Manifest:
+    """`manifest` with its files on this machine: the download dir, or the published copy."""
+    if Path(manifest.local_dir).is_dir() or not manifest.uri:
+        return manifest
+    return replace(manifest, local_dir=fetch(cfg, manifest.uri))
+
+
+def _published(cfg: RunConfig, local_dir: Path, *parts: str) -> Callable[[str], str]:
+    """Publish `local_dir` to the store (a remote one); map its local paths to their URIs."""
+    store = store_for(cfg)
+    if store.is_local:
+        return lambda path: path
+    uri = store.publish(local_dir, *parts)
+
+    def to_uri(path: str) -> str:
+        rel = Path(path).relative_to(local_dir).as_posix()
+        return uri if rel == "." else f"{uri}/{rel}"
+
+    return to_uri
+
+
 def start_tracking(
     cfg: RunConfig, *, run_name: str | None = None, tags: dict[str, str] | None = None
 ) -> Tracker:
@@ -81,8 +107,12 @@ def download_stage(cfg: RunConfig, progress: Progress | None = None) -> Manifest
 
     fingerprint = digest(source_fingerprint(cfg.data.source, cfg.data.revision))
     key = _short_hash(cfg.data.source, cfg.data.revision or "", fingerprint)
-    dest = store_for(cfg).local_dir("sources", key)
-    return download(cfg.data.source, dest, revision=cfg.data.revision, progress=progress)
+    store = store_for(cfg)
+    dest = store.local_dir("sources", key)
+    manifest = download(cfg.data.source, dest, revision=cfg.data.revision, progress=progress)
+    if not store.is_local:  # so a worker on another machine can read it
+        manifest = replace(manifest, uri=store.publish(dest, "sources", key))
+    return manifest
 
 
 def val_source_config(cfg: RunConfig) -> RunConfig:
@@ -108,10 +138,13 @@ def prepare_stage(
     if mode == "grrm":
         raise NotImplementedError("GRRM data preparation runs in the grrm flow")
     params = _prepare_params(cfg)
-    tokenizer = cfg.model.path if cfg.data.filter_overlong_prompts else None
+    tokenizer = fetch(cfg, cfg.model.path) if cfg.data.filter_overlong_prompts else None
     identity = json.dumps(prepare_identity(cfg), sort_keys=True)
     hashes = [manifest.content_hash] + ([val_manifest.content_hash] if val_manifest else [])
-    out_dir = store_for(cfg).local_dir("prepared", _short_hash(*hashes, identity))
+    key = _short_hash(*hashes, identity)
+    out_dir = store_for(cfg).local_dir("prepared", key)
+    manifest = local_manifest(cfg, manifest)
+    val_manifest = local_manifest(cfg, val_manifest) if val_manifest else None
 
     def run(m: Manifest, output: Path, val_fraction: float) -> Any:
         return prepare_judge(
@@ -137,10 +170,11 @@ def prepare_stage(
         atomic_write_text(
             result.report_path, json.dumps(report, indent=2, ensure_ascii=False) + "\n"
         )
+    uri = _published(cfg, out_dir, "prepared", key)
     return PreparedData(
-        train_file=str(result.train_path),
-        val_file=val_file,
-        report_file=str(result.report_path),
+        train_file=uri(str(result.train_path)),
+        val_file=uri(val_file) if val_file else None,
+        report_file=uri(str(result.report_path)),
         report=report,
     )
 
@@ -158,6 +192,12 @@ def train_stage(
 
     Both resume from the newest checkpoint in `output_dir`, so a resubmitted job continues.
     """
+    cfg = with_policy(cfg, fetch(cfg, cfg.model.path))  # e.g. an SFT model in the store
+    data = replace(
+        data,
+        train_file=fetch(cfg, data.train_file),
+        val_file=fetch(cfg, data.val_file) if data.val_file else None,
+    )
     if cfg.resolved_engine == "verl":
         return _train_with_verl(cfg, data, output_dir=output_dir, run_id=run_id)
     from judgeflow.engines import trl
@@ -170,8 +210,9 @@ def train_stage(
         progress=progress,
         resume=True,
     )
+    final = Path(result.final_model_dir)
     return TrainedModel(
-        model_dir=str(result.final_model_dir),
+        model_dir=_published(cfg, final, "runs", run_id or "local", "final")(str(final)),
         checkpoint_dir=str(result.last_checkpoint) if result.last_checkpoint else None,
         global_step=result.global_step,
         resumed_from=str(result.resumed_from) if result.resumed_from else None,
@@ -219,7 +260,8 @@ def evaluate_stage(cfg: RunConfig, model_dir: str, data: PreparedData) -> dict[s
 
     if not data.val_file:
         return {"metrics": {}, "rows": []}
-    result = evaluate_judge(model_dir, data.val_file, **params_from(cfg))
+    model = fetch(cfg, model_dir)  # a model in the store: its verified local copy
+    result = evaluate_judge(model, fetch(cfg, data.val_file), **params_from(cfg))
     return {"metrics": dict(result.metrics), "rows": list(result.predictions)}
 
 
@@ -345,7 +387,12 @@ def run_stage_job(input_file: str | Path) -> dict[str, Any]:
     result: dict[str, Any]
     if inp["stage"] == "sft":
         result = sft_stage(
-            cfg, inp["sft_file"], output_dir=inp["output_dir"], metrics_sink=sink, progress=progress
+            cfg,
+            inp["sft_file"],
+            output_dir=inp["output_dir"],
+            run_id=inp["run_id"],
+            metrics_sink=sink,
+            progress=progress,
         )
         if os.environ.get("NODE_RANK", "0") != "0":
             return result  # only the first node reports
@@ -394,11 +441,14 @@ def prepare_sft_stage(cfg: RunConfig, manifest: Manifest) -> SftData:
     from judgeflow.data.sft import prepare_sft_messages
 
     key = _short_hash(manifest.content_hash, "sft-messages", str(cfg.data.skip_invalid))
-    out = store_for(cfg).local_dir("prepared", key) / "sft.parquet"
+    out_dir = store_for(cfg).local_dir("prepared", key)
     result = prepare_sft_messages(
-        [str(p) for p in manifest.paths], out, skip_invalid=cfg.data.skip_invalid
+        [str(p) for p in local_manifest(cfg, manifest).paths],
+        out_dir / "sft.parquet",
+        skip_invalid=cfg.data.skip_invalid,
     )
-    return SftData(file=result.output_path, report=result.report)
+    uri = _published(cfg, out_dir, "prepared", key)
+    return SftData(file=uri(str(result.output_path)), report=result.report)
 
 
 def with_policy(cfg: RunConfig, model_dir: str) -> RunConfig:
@@ -460,7 +510,7 @@ def _grrm_dir_and_columns(cfg: RunConfig, manifest: Manifest) -> tuple[Path, dic
 def grrm_rl_train_job(cfg: RunConfig, manifest: Manifest) -> GrrmRlJob:
     """The augmented RL train preparation, the one large enough to fan out over shards."""
     g = cfg.data.grrm
-    train, _ = grrm_split_files(manifest)
+    train, _ = grrm_split_files(local_manifest(cfg, manifest))
     out, columns = _grrm_dir_and_columns(cfg, manifest)
     options = {
         "subgroup_augment": g.subgroup_augment,
@@ -499,11 +549,12 @@ def prepare_grrm_stage(
     from judgeflow.data import prepare_grrm_rl, prepare_grrm_sft
 
     g = cfg.data.grrm
+    manifest = local_manifest(cfg, manifest)
     train, test = grrm_split_files(manifest)
     out, columns = _grrm_dir_and_columns(cfg, manifest)
     test_out = out
     if val_manifest is not None:
-        test = grrm_val_file(val_manifest)
+        test = grrm_val_file(local_manifest(cfg, val_manifest))
         test_out = out / f"val-{val_manifest.content_hash[:16]}"
     job = grrm_rl_train_job(cfg, manifest)
     if rl_train is None:
@@ -514,15 +565,16 @@ def prepare_grrm_stage(
         str(train), str(out / "sft.parquet"), analysis_key=g.analysis_key, **columns
     )
     rl_test = prepare_grrm_rl(str(test), str(test_out / "rl_test.parquet"), split="test", **columns)
+    uri = _published(cfg, out, "prepared", out.name)
     return GrrmData(
-        sft_file=sft.output_path,
+        sft_file=uri(sft.output_path),
         rl=PreparedData(
-            train_file=rl_train.output_path,
-            val_file=rl_test.output_path,
-            report_file=rl_train.report_path,
+            train_file=uri(rl_train.output_path),
+            val_file=uri(rl_test.output_path),
+            report_file=uri(rl_train.report_path),
             report=rl_train.report,
         ),
-        reports={
+        reports={  # local files: the reports are logged to MLflow by the process that made them
             name: (str(result.report_path), result.report)
             for name, result in (("sft", sft), ("rl_train", rl_train), ("rl_test", rl_test))
         },
@@ -534,19 +586,22 @@ def sft_stage(
     sft_file: str,
     *,
     output_dir: str | Path,
+    run_id: str | None = None,
     metrics_sink: Callable[[dict[str, float], int], None] | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """LLaMA-Factory SFT of model.path on `messages` rows; returns the model dir and metrics."""
     from judgeflow.engines import llamafactory
 
+    cfg = with_policy(cfg, fetch(cfg, cfg.model.path))
     result = llamafactory.run_sft(
         llamafactory.params_from(cfg, output_dir),
-        sft_file,
+        fetch(cfg, sft_file),
         metrics_sink=metrics_sink,
         progress=progress,
     )
-    return {"model_dir": str(result.model_dir), "metrics": dict(result.metrics)}
+    model = _published(cfg, Path(result.model_dir), "runs", run_id or "local", "sft")
+    return {"model_dir": model(str(result.model_dir)), "metrics": dict(result.metrics)}
 
 
 def sft_stage_spec(cfg: RunConfig, sft_file: str, run_id: str) -> StageSpec:

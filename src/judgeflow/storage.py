@@ -2,6 +2,12 @@
 
 `download` copies a dataset source into the store and records a manifest (URI, revision, sha256
 and row count of every file) whose hash is the content identity later stages cache on.
+
+With a remote store (`storage.root=s3://…`) stages work in a local staging directory and
+`ArtifactStore.publish` uploads what they made: every file, then a checksummed manifest
+(`STORE_MANIFEST`, sha256 per file) last. `ArtifactStore.fetch` brings a published directory (or
+a file in one) to a local cache keyed by that manifest's hash, and trusts it only when every
+file matches: an upload cut short has no manifest, a damaged one does not verify.
 """
 
 from __future__ import annotations
@@ -28,6 +34,14 @@ class SourceError(ValueError):
     """A data source cannot be read; the message names the URI and what to check."""
 
 
+class StoreError(RuntimeError):
+    """A published artifact is incomplete or does not match its manifest."""
+
+
+#: Written last by `ArtifactStore.publish` into every directory it uploads.
+STORE_MANIFEST = "_judgeflow_manifest.json"
+
+
 @dataclass(frozen=True)
 class ManifestFile:
     path: str  # relative to the download directory
@@ -43,6 +57,7 @@ class Manifest:
     local_dir: str
     files: list[ManifestFile] = field(default_factory=list)
     created_at: str = ""
+    uri: str | None = None  # where the files were published, when the store is remote
 
     @property
     def content_hash(self) -> str:
@@ -60,7 +75,14 @@ class Manifest:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Manifest:
         files = [ManifestFile(**f) for f in data["files"]]
-        return cls(data["source"], data["revision"], data["local_dir"], files, data["created_at"])
+        return cls(
+            data["source"],
+            data["revision"],
+            data["local_dir"],
+            files,
+            data["created_at"],
+            data.get("uri"),
+        )
 
 
 def resolve_uri(uri: str, revision: str | None = None) -> str:
@@ -132,6 +154,49 @@ def download(
     return manifest
 
 
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _fetch_cache() -> Path:
+    from judgeflow.config import judgeflow_home
+
+    return judgeflow_home() / "store-cache"
+
+
+def _download_verified(
+    fs: fsspec.AbstractFileSystem, base: str, files: dict[str, dict[str, Any]], local: Path
+) -> None:
+    """Download every file of a manifest next to `local`, check each sha256, then move it in."""
+    import shutil
+    import tempfile
+
+    local.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{local.name}.", dir=local.parent))
+    try:
+        for rel, meta in files.items():
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fs.get_file(f"{base}/{rel}", str(target))
+            if _sha256(target) != meta["sha256"]:
+                raise StoreError(
+                    f"{fs.unstrip_protocol(base)}/{rel}: sha256 does not match its manifest "
+                    "(changed or damaged after publishing); run the stage that writes it again"
+                )
+        (tmp / ".verified").touch()
+        try:
+            os.replace(tmp, local)
+        except OSError:  # another process verified the same content first
+            if not (local / ".verified").exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def count_rows(path: Path) -> int | None:
     """Row count without loading the data: parquet metadata, or non-blank jsonl lines."""
     if path.suffix == ".parquet":
@@ -185,9 +250,45 @@ class ArtifactStore:
         return path
 
     def publish(self, local: str | Path, *parts: str) -> str:
-        """Make a local file or directory available at `parts` in the store; return its URI."""
+        """Make a local file or directory available at `parts` in the store; return its URI.
+
+        A directory on a remote store gets its checksummed manifest last (see the module doc).
+        """
         dest = self.uri(*parts)
         if self.is_local and Path(local).absolute() == Path(self._root_path, *parts).absolute():
             return str(Path(local).absolute())
-        self.fs.put(str(local), dest, recursive=Path(local).is_dir())
+        if self.is_local or not Path(local).is_dir():
+            self.fs.put(str(local), dest, recursive=Path(local).is_dir())
+            return dest
+        root = Path(local)
+        files = {}
+        for path in sorted(p for p in root.rglob("*") if p.is_file() and p.name != STORE_MANIFEST):
+            rel = path.relative_to(root).as_posix()
+            files[rel] = {"sha256": _sha256(path), "size": path.stat().st_size}
+            self.fs.put_file(str(path), f"{dest}/{rel}")
+        self.fs.pipe_file(f"{dest}/{STORE_MANIFEST}", json.dumps({"files": files}).encode())
         return dest
+
+    def fetch(self, uri: str | Path) -> Path:
+        """A local path for `uri`: itself when local, else a verified copy in the local cache.
+
+        `uri` is a directory `publish` uploaded, or a file inside one.
+        """
+        text = str(uri)
+        if "://" not in text or text.startswith("file://"):
+            return Path(text.removeprefix("file://"))
+        fs, path = fsspec.core.url_to_fs(text)
+        base, rel = path, ""
+        while not fs.exists(f"{base}/{STORE_MANIFEST}"):
+            if "/" not in base.strip("/"):
+                raise StoreError(
+                    f"{text}: no {STORE_MANIFEST} in it or above it: an upload that did not "
+                    "finish, or not published by judgeflow; run the stage that writes it again"
+                )
+            base, _, name = base.rpartition("/")
+            rel = f"{name}/{rel}" if rel else name
+        raw = fs.cat_file(f"{base}/{STORE_MANIFEST}")
+        local = _fetch_cache() / hashlib.sha256(raw).hexdigest()[:32]
+        if not (local / ".verified").exists():
+            _download_verified(fs, base, json.loads(raw)["files"], local)
+        return local / rel if rel else local

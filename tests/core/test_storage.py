@@ -139,3 +139,47 @@ def test_a_cached_result_on_s3_is_usable_until_its_files_go(tmp_path: Path, s3_e
     fs.rm("jf-cache/run/val.parquet")
     fs.rm("jf-cache/run/model", recursive=True)
     assert not usable(data) and not usable(model)
+
+
+def test_publish_writes_a_checksummed_manifest_last_and_fetch_trusts_only_what_verifies(
+    tmp_path: Path, s3_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    import s3fs
+
+    from judgeflow.storage import STORE_MANIFEST, StoreError
+
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": s3_env})
+    fs.mkdir("jf-pub")
+    model = tmp_path / "model"
+    (model / "sub").mkdir(parents=True)
+    (model / "config.json").write_text('{"a": 1}')
+    (model / "sub" / "weights.bin").write_bytes(b"\0" * 1000)
+    store = ArtifactStore("s3://jf-pub/store")
+
+    uri = store.publish(model, "runs", "r1", "final")
+    manifest = json.loads(fs.cat(f"{uri}/{STORE_MANIFEST}"))
+    assert set(manifest["files"]) == {"config.json", "sub/weights.bin"}
+    assert manifest["files"]["sub/weights.bin"]["size"] == 1000
+
+    local = store.fetch(uri)
+    assert (local / "sub" / "weights.bin").read_bytes() == b"\0" * 1000
+    assert store.fetch(f"{uri}/config.json") == local / "config.json"  # a file inside
+    assert local.parent == tmp_path / "home" / "store-cache"  # keyed by the manifest's hash
+
+    # Damaged after publishing: a different manifest is a different cache entry; it must verify.
+    fs.pipe(f"{uri}/config.json", b"tampered")
+    assert store.fetch(uri) == local  # the verified copy of the same manifest is reused
+    manifest["republished"] = True  # a new manifest over the damaged file
+    fs.pipe(f"{uri}/{STORE_MANIFEST}", json.dumps(manifest).encode())
+    with pytest.raises(StoreError, match="config.json: sha256 does not match"):
+        store.fetch(uri)
+    assert not [p for p in local.parent.iterdir() if p.name.startswith(".")]  # no partial copy
+
+    # An upload cut short before its manifest is never read.
+    fs.pipe("jf-pub/store/runs/r2/final/config.json", b"{}")
+    with pytest.raises(StoreError, match="upload that did not finish"):
+        store.fetch("s3://jf-pub/store/runs/r2/final")
+    assert store.fetch(str(model)) == model  # local paths are themselves
