@@ -54,3 +54,33 @@ def test_a_whole_run_on_s3_then_an_unchanged_run_trains_nothing(
     second = judge_grpo(mode="pointwise", profile="tiny", overrides=overrides)
     assert second["stages"] == dict.fromkeys(first["stages"], "cached")
     assert second["checkpoint"] == first["checkpoint"]
+
+
+def test_grrm_on_s3_reads_and_publishes_through_the_store(
+    prefect_server: str, mlflow_server: str, judgeflow_home: Path, s3_env: str
+) -> None:
+    import s3fs
+
+    from flows.grrm import grrm
+
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": s3_env})
+    fs.mkdir("jf-grrm")
+    overrides = [
+        f"tracking.tracking_uri={mlflow_server}",
+        "storage.root=s3://jf-grrm/store",
+        "sft.num_train_epochs=1",
+        "grpo.max_steps=2",
+        "evaluation.limit=4",
+    ]
+    first = grrm(recipe="grrm-full", stage="full", profile="tiny", overrides=overrides)
+    assert first["checkpoint"].startswith("s3://jf-grrm/store/runs/")
+    published = {
+        k.rsplit("/", 1)[0] for k in fs.find("jf-grrm/store") if k.endswith(STORE_MANIFEST)
+    }
+    assert sorted(k.split("/")[2] for k in published) == ["prepared", "runs", "runs", "sources"]
+    assert first["metrics"]["after/n"] == 4.0
+
+    shutil.rmtree(judgeflow_home / "staging")
+    shutil.rmtree(judgeflow_home / "store-cache")
+    second = grrm(recipe="grrm-full", stage="full", profile="tiny", overrides=overrides)
+    assert second["stages"] == dict.fromkeys(first["stages"], "cached")
