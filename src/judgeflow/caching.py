@@ -34,7 +34,7 @@ PACKAGE_DIR = Path(judgeflow.__file__).parent
 
 # Source files whose behaviour a stage's output depends on (relative to the package).
 PREPARE_CODE = ("data",)
-TRAIN_CODE = ("engines", "rewards", "stages.py", "render.py", "cluster")
+TRAIN_CODE = ("engines", "rewards", "stages", "render.py", "cluster")
 EVALUATE_CODE = ("evaluation.py", "engines", "rewards")
 
 # Markers filesystems report for "this file's version" (s3: ETag; local: mtime; hf: blob_id/lfs).

@@ -22,8 +22,6 @@ prepare_app = typer.Typer(no_args_is_help=True, help="Turn raw data into trainin
 dev_app = typer.Typer(no_args_is_help=True, help="Development helpers (tiny model, …).")
 app.add_typer(prepare_app, name="prepare")
 app.add_typer(dev_app, name="dev")
-stage_app = typer.Typer(no_args_is_help=True, help="Run one stage inside a job (used by the jobs).")
-app.add_typer(stage_app, name="stage", hidden=True)
 
 console = Console(stderr=True, soft_wrap=True)
 
@@ -228,15 +226,6 @@ def demo_data_cmd(
 
     for path in write_demo_data(out_dir):
         console.print(f"[green]wrote[/] {path}")
-
-
-@stage_app.command("run")
-def stage_run_cmd(input_file: Path) -> None:
-    """Run the stage described by an input file; writes result.json (and progress.json) beside it."""
-    from judgeflow.stages import run_stage_job
-
-    run_stage_job(input_file)
-    console.print(f"[green]stage finished[/] {input_file.parent / 'result.json'}")
 
 
 @app.command("render")

@@ -99,7 +99,7 @@ def _leftovers(cluster: SlurmCluster) -> list[str]:
     ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
     procs = [
         line for line in ps.splitlines()
-        if ("jf-ray-" in line or "judgeflow stage run" in line or "submitit.core._submit" in line)
+        if ("jf-ray-" in line or "judgeflow.stages.jobs" in line or "submitit.core._submit" in line)
         and "ps -eo" not in line
     ]  # fmt: skip
     return [j for j in jobs if j.strip()] + procs

@@ -28,7 +28,7 @@ def test_render_slurm_recipe_prints_sbatch_stage_and_engine_commands(
     assert "#SBATCH --nodes=2" in out and "#SBATCH --gpus-per-node=8" in out
     assert "#SBATCH --partition=gpu" in out and "module load cuda" in out
     assert f"{image} -u -m submitit.core._submit" in out  # the container's python runs the job
-    assert "python -m judgeflow stage run" in out
+    assert "python -m judgeflow.stages.jobs" in out
     assert "verl.trainer.main_ppo" in out and "trainer.nnodes=2" in out
     assert "custom_reward_function.path=" in out and "rewards/pointwise.py" in out
     assert not (tmp_path / "jobs").exists()  # a dry run writes nothing

@@ -1,0 +1,85 @@
+"""The pipeline's stages as plain functions: config in, paths and metrics out.
+
+Prefect tasks wrap these one to one (`tasks/`); a Slurm job or a test can call them directly.
+Each stage leaves its outputs in the artifact store under a content-derived key, so a re-run
+with the same inputs finds them in the same place.
+
+- `common`: the results stages hand each other, the artifact store, run directories;
+- `data`: download, prepare (judge, judge SFT, GRRM);
+- `train`: GRPO / RLVR (TRL or verl) and LLaMA-Factory SFT;
+- `evaluate`: a judge's metrics on the validation rows;
+- `jobs`: each stage as a job (spec, and the entry point a job runs).
+"""
+
+from judgeflow.stages.common import (
+    GrrmData,
+    PreparedData,
+    Progress,
+    SftData,
+    TrainedModel,
+    fetch,
+    local_manifest,
+    run_dir,
+    start_tracking,
+    store_for,
+    with_policy,
+)
+from judgeflow.stages.data import (
+    GrrmRlJob,
+    download_stage,
+    grrm_rl_train_job,
+    grrm_split_files,
+    grrm_val_file,
+    prepare_grrm_stage,
+    prepare_sft_stage,
+    prepare_stage,
+    sft_source_config,
+    val_source_config,
+)
+from judgeflow.stages.evaluate import evaluate_stage
+from judgeflow.stages.jobs import (
+    PROGRESS_METRICS,
+    STAGE_INPUT,
+    evaluate_stage_spec,
+    evaluation_job_config,
+    run_stage_job,
+    sft_stage_spec,
+    stage_spec,
+    train_stage_spec,
+)
+from judgeflow.stages.train import sft_stage, train_stage
+
+__all__ = [
+    "PROGRESS_METRICS",
+    "STAGE_INPUT",
+    "GrrmData",
+    "GrrmRlJob",
+    "PreparedData",
+    "Progress",
+    "SftData",
+    "TrainedModel",
+    "download_stage",
+    "evaluate_stage",
+    "evaluate_stage_spec",
+    "evaluation_job_config",
+    "fetch",
+    "grrm_rl_train_job",
+    "grrm_split_files",
+    "grrm_val_file",
+    "local_manifest",
+    "prepare_grrm_stage",
+    "prepare_sft_stage",
+    "prepare_stage",
+    "run_dir",
+    "run_stage_job",
+    "sft_source_config",
+    "sft_stage",
+    "sft_stage_spec",
+    "stage_spec",
+    "start_tracking",
+    "store_for",
+    "train_stage",
+    "train_stage_spec",
+    "val_source_config",
+    "with_policy",
+]

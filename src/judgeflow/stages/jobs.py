@@ -1,0 +1,207 @@
+"""Stages as jobs: the job spec of each stage, and the entry point a job runs.
+
+A stage that runs as a job (Slurm, or a local process through the same interface) gets its
+inputs as one JSON file in its stage directory and leaves result.json and progress.json there.
+The entry point dispatches on the stage name through one table (`JOB_STAGES`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from judgeflow.cluster.stage import PROGRESS_FILE, PYTHON, RESULT_FILE, StageSpec
+from judgeflow.config import RunConfig, judgeflow_home
+from judgeflow.stages.common import PreparedData, Progress, run_dir
+from judgeflow.stages.evaluate import evaluate_stage
+from judgeflow.stages.train import sft_stage, train_stage
+from judgeflow.storage import write_json
+from judgeflow.tracking import Tracker, resolve_tracking_uri
+
+STAGE_INPUT = "input.json"
+
+
+def stage_spec(
+    cfg: RunConfig,
+    stage: str,
+    run_id: str,
+    payload: dict[str, Any],
+    *,
+    name: str | None = None,
+    dry_run: bool = False,
+) -> StageSpec:
+    """The job for `stage` ("train" or "evaluate"): command, environment, shared directory.
+
+    Unless `dry_run`, this writes the stage input file the command reads.
+    """
+    name = name or stage
+    workdir = Path(cfg.cluster.shared_dir) / run_id / name
+    if not dry_run:
+        stage_input = {
+            "stage": stage,
+            "config": cfg.model_dump(mode="json"),
+            "run_id": run_id,
+            **payload,
+        }
+        write_json(workdir / STAGE_INPUT, stage_input)
+    env = {
+        **cfg.cluster.env,
+        "MLFLOW_TRACKING_URI": resolve_tracking_uri(cfg.tracking.tracking_uri),
+        "MLFLOW_RUN_ID": run_id,
+        "JUDGEFLOW_HOME": str(judgeflow_home()),
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+    }
+    return StageSpec(
+        name=name,
+        command=[PYTHON, "-m", "judgeflow.stages.jobs", str(workdir / STAGE_INPUT)],
+        workdir=str(workdir),
+        env=env,
+        ray=cfg.cluster.backend == "slurm",
+        gpus_per_node=cfg.cluster.gpus_per_node,
+        ray_num_cpus=cfg.cluster.ray_num_cpus,
+        ray_object_store_mb=cfg.cluster.ray_object_store_mb,
+        ray_dashboard=cfg.cluster.ray_dashboard,
+    )
+
+
+def train_stage_spec(
+    cfg: RunConfig, data: PreparedData, run_id: str, *, dry_run: bool = False
+) -> StageSpec:
+    payload = {"data": asdict(data), "output_dir": str(run_dir(cfg, run_id))}
+    return stage_spec(cfg, "train", run_id, payload, dry_run=dry_run)
+
+
+def evaluation_job_config(cfg: RunConfig) -> RunConfig:
+    """`cfg` with the evaluation job's own resources: one node, `evaluation.gpus` GPUs (at most
+    a node's), so generating on one device does not hold the whole training allocation."""
+    gpus = min(cfg.evaluation.gpus, cfg.cluster.gpus_per_node)
+    cluster = cfg.cluster.model_copy(update={"nodes": 1, "gpus_per_node": gpus})
+    return cfg.model_copy(update={"cluster": cluster})
+
+
+def evaluate_stage_spec(
+    cfg: RunConfig, model_dir: str, data: PreparedData, run_id: str, label: str
+) -> StageSpec:
+    """The evaluation job: HF generation in one process, no Ray cluster (see
+    `evaluation_job_config` for its resources)."""
+    payload = {"data": asdict(data), "model_dir": model_dir}
+    spec = stage_spec(cfg, "evaluate", run_id, payload, name=f"evaluate-{label}")
+    return replace(spec, ray=False)
+
+
+def sft_stage_spec(cfg: RunConfig, sft_file: str, run_id: str) -> StageSpec:
+    """SFT runs on every node of the allocation (torchrun rendezvous), not under Ray."""
+    payload = {"sft_file": sft_file, "output_dir": str(run_dir(cfg, run_id) / "sft")}
+    spec = stage_spec(cfg, "sft", run_id, payload)
+    return replace(
+        spec, ray=False, torchrun=cfg.cluster.backend == "slurm" and cfg.cluster.nodes > 1
+    )
+
+
+#: Metrics a stage's progress file carries (the terminal bar shows them beside the step).
+PROGRESS_METRICS = ("train/reward_mean", "train/format_failure_rate", "sft/loss")
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What a stage gets inside its job: its inputs, and where its numbers go."""
+
+    cfg: RunConfig
+    inputs: dict[str, Any]
+    sink: Callable[[dict[str, float], int], None]
+    progress: Progress
+
+
+def _sft_job(job: JobContext) -> dict[str, Any] | None:
+    result = sft_stage(
+        job.cfg,
+        job.inputs["sft_file"],
+        output_dir=job.inputs["output_dir"],
+        run_id=job.inputs["run_id"],
+        metrics_sink=job.sink,
+        progress=job.progress,
+    )
+    return result if os.environ.get("NODE_RANK", "0") == "0" else None  # the first node reports
+
+
+def _train_job(job: JobContext) -> dict[str, Any]:
+    model = train_stage(
+        job.cfg,
+        PreparedData(**job.inputs["data"]),
+        output_dir=job.inputs["output_dir"],
+        run_id=job.inputs["run_id"],
+        metrics_sink=job.sink,
+        progress=job.progress,
+    )
+    return asdict(model)
+
+
+def _evaluate_job(job: JobContext) -> dict[str, Any]:
+    return evaluate_stage(job.cfg, job.inputs["model_dir"], PreparedData(**job.inputs["data"]))
+
+
+#: The stages a job can run, by the name in its input file (`stage_spec(cfg, name, …)`).
+JOB_STAGES: dict[str, Callable[[JobContext], dict[str, Any] | None]] = {
+    "sft": _sft_job,
+    "train": _train_job,
+    "evaluate": _evaluate_job,
+}
+
+
+def run_stage_job(input_file: str | Path) -> dict[str, Any] | None:
+    """Inside the job: run the stage named in the input file; leave progress and result.
+
+    Returns the result (None on the nodes of a multi-node stage that do not report).
+    """
+    inp = json.loads(Path(input_file).read_text())
+    run = JOB_STAGES.get(inp["stage"])
+    if run is None:
+        raise ValueError(
+            f"{input_file}: unknown stage {inp['stage']!r}; known: {', '.join(JOB_STAGES)}"
+        )
+    cfg = RunConfig.model_validate(inp["config"])
+    workdir = Path(input_file).parent
+    tracker = Tracker.attach(inp["run_id"], cfg.tracking.tracking_uri)
+    latest: dict[str, float] = {}
+    position = {"step": 0, "total": 0}
+
+    def write_progress() -> None:
+        shown = {k: latest[k] for k in PROGRESS_METRICS if k in latest}
+        write_json(workdir / PROGRESS_FILE, {**position, "metrics": shown})
+
+    def progress(step: int, total: int) -> None:
+        position.update(step=step, total=total)
+        write_progress()
+
+    def sink(metrics: dict[str, float], step: int) -> None:
+        tracker(metrics, step)
+        latest.update(metrics)
+        write_progress()
+
+    result = run(JobContext(cfg, inp, sink, progress))
+    if result is not None:
+        write_json(workdir / RESULT_FILE, result)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m judgeflow.stages.jobs INPUT_JSON`: what a stage's job runs."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m judgeflow.stages.jobs", description=main.__doc__
+    )
+    parser.add_argument("input_file", type=Path, help="the stage's input.json")
+    args = parser.parse_args(argv)
+    run_stage_job(args.input_file)
+    print(f"stage finished: {args.input_file.parent / RESULT_FILE}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

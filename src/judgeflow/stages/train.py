@@ -1,0 +1,117 @@
+"""Training stages: GRPO / RLVR with the configured engine (TRL or verl), and LLaMA-Factory SFT."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from judgeflow.config import RunConfig
+from judgeflow.stages.common import (
+    PreparedData,
+    Progress,
+    TrainedModel,
+    _published,
+    fetch,
+    with_policy,
+)
+from judgeflow.tracking import Tracker, resolve_tracking_uri
+
+
+def train_stage(
+    cfg: RunConfig,
+    data: PreparedData,
+    *,
+    output_dir: str | Path,
+    run_id: str | None = None,
+    metrics_sink: Callable[[dict[str, float], int], None] | None = None,
+    progress: Progress | None = None,
+) -> TrainedModel:
+    """GRPO on the prepared data with the configured engine: TRL here, verl on a GPU cluster.
+
+    Both resume from the newest checkpoint in `output_dir`, so a resubmitted job continues.
+    """
+    cfg = with_policy(cfg, fetch(cfg, cfg.model.path))  # e.g. an SFT model in the store
+    data = replace(
+        data,
+        train_file=fetch(cfg, data.train_file),
+        val_file=fetch(cfg, data.val_file) if data.val_file else None,
+    )
+    if cfg.resolved_engine == "verl":
+        return _train_with_verl(cfg, data, output_dir=output_dir, run_id=run_id)
+    from judgeflow.engines import trl
+
+    result = trl.train_grpo(
+        trl.params_from(cfg, output_dir),
+        data.train_file,
+        eval_file=data.val_file,
+        metrics_sink=metrics_sink,
+        progress=progress,
+        resume=True,
+    )
+    final = Path(result.final_model_dir)
+    return TrainedModel(
+        model_dir=_published(cfg, final, "runs", run_id or "local", "final")(str(final)),
+        checkpoint_dir=str(result.last_checkpoint) if result.last_checkpoint else None,
+        global_step=result.global_step,
+        resumed_from=str(result.resumed_from) if result.resumed_from else None,
+        metrics=dict(result.metrics),
+    )
+
+
+def _train_with_verl(
+    cfg: RunConfig, data: PreparedData, *, output_dir: str | Path, run_id: str | None
+) -> TrainedModel:
+    """verl's trainer on this job's Ray cluster; metrics go to the pipeline's MLflow run."""
+    from judgeflow.engines.verl import run_verl_stage
+
+    run_name = Tracker.attach(run_id, cfg.tracking.tracking_uri).run_name() if run_id else None
+    checkpoints = Path(output_dir) / "verl"
+    resumed = (
+        (checkpoints / "latest_checkpointed_iteration.txt").read_text().strip()
+        if (checkpoints / "latest_checkpointed_iteration.txt").exists()
+        else None
+    )
+    result = run_verl_stage(
+        cfg,
+        train_files=[data.train_file],
+        val_files=[data.val_file] if data.val_file else [data.train_file],
+        checkpoint_dir=str(checkpoints),
+        publish_to=("runs", run_id or "local", "final"),
+        mlflow_run_id=run_id,
+        tracking_uri=resolve_tracking_uri(cfg.tracking.tracking_uri),
+        nnodes=cfg.cluster.nodes,
+        n_gpus_per_node=cfg.cluster.gpus_per_node,
+        experiment_name=run_name,
+    )
+    return TrainedModel(
+        model_dir=str(result["model_dir"]),
+        checkpoint_dir=str(result["checkpoint_dir"]),
+        global_step=int(result["global_step"]),
+        resumed_from=f"global_step_{resumed}" if resumed else None,
+        metrics={},
+    )
+
+
+def sft_stage(
+    cfg: RunConfig,
+    sft_file: str,
+    *,
+    output_dir: str | Path,
+    run_id: str | None = None,
+    metrics_sink: Callable[[dict[str, float], int], None] | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """LLaMA-Factory SFT of model.path on `messages` rows; returns the model dir and metrics."""
+    from judgeflow.engines import llamafactory
+
+    cfg = with_policy(cfg, fetch(cfg, cfg.model.path))
+    result = llamafactory.run_sft(
+        llamafactory.params_from(cfg, output_dir),
+        fetch(cfg, sft_file),
+        metrics_sink=metrics_sink,
+        progress=progress,
+    )
+    model = _published(cfg, Path(result.model_dir), "runs", run_id or "local", "sft")
+    return {"model_dir": model(str(result.model_dir)), "metrics": dict(result.metrics)}
