@@ -131,7 +131,8 @@ def _base_lang(code: str) -> str:
 def baseline(kind: str, input_path: str, output_path: str, m: int, k: int, seed: int) -> int:
     import pandas as pd
 
-    from judgeflow.data.grrm import _group_rng, augmentation_plan
+    from judgeflow.data.grrm import augmentation_plan
+    from judgeflow.data.grrm.augment import _group_rng
 
     df = pd.read_parquet(input_path)
     items: list[dict[str, Any]] = []

@@ -659,7 +659,8 @@ def test_permutation_helpers_cover_all_orders() -> None:
 def test_a_failure_mid_write_publishes_nothing(tmp_path: Path) -> None:
     """Tables are encoded in a background thread while the next batch renders: a failure on
     either side surfaces in the caller, and the previous file stays as it was."""
-    from judgeflow.data.grrm import SFT_SCHEMA, _write_tables
+    from judgeflow.data.grrm import SFT_SCHEMA
+    from judgeflow.data.grrm.write import _write_tables
 
     out = tmp_path / "sft.parquet"
     out.write_bytes(b"previous")

@@ -16,7 +16,7 @@ Why the merged file equals the single-process one byte for byte:
   knows its first row) and the augmentation RNG is seeded from `seed` and `group_id`.
 - `extra_info.index` runs over the whole output; a shard counts from 0 and the merge adds the
   rows written by the shards before it.
-- Both paths write through the same writer (`grrm._write_tables`: one `ParquetWriter`, same
+- Both paths write through the same writer (`grrm.write._write_tables`: one `ParquetWriter`, same
   schema and options, one `write_table` per batch) and the report is built by the same function
   from statistics that add up (the listed problems are the first ones of the file in both).
 
@@ -39,19 +39,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from judgeflow.data.errors import DataError
-from judgeflow.data.grrm import (
-    RL_SCHEMA,
-    GrrmPrepareResult,
-    _check_outcome,
-    _jsonl_batch_starts,
-    _prepared_tables,
-    _publish_report,
-    _rl_preparation,
-    _source,
-    _Span,
-    _Stats,
-    _write_tables,
-)
+from judgeflow.data.grrm.common import RL_SCHEMA, GrrmPrepareResult
+from judgeflow.data.grrm.prepare import _prepared_tables, _rl_preparation, _source
+from judgeflow.data.grrm.read import _jsonl_batch_starts, _Span
+from judgeflow.data.grrm.report import _check_outcome, _publish_report, _Stats
+from judgeflow.data.grrm.write import _write_tables
 from judgeflow.data.io import (
     PathLike,
     atomic_write_text,
