@@ -22,16 +22,11 @@ from pydantic import BaseModel
 
 from judgeflow.caching import prepare_identity
 from judgeflow.cluster.submit import executor_options, executor_parameters
-from judgeflow.config import (
-    ONLY_READ_BY,
-    ConfigError,
-    IgnoredKeyWarning,
-    RunConfig,
-    load_config,
-)
+from judgeflow.config import ConfigError, IgnoredKeyWarning, RunConfig, load_config
 from judgeflow.engines import llamafactory, trl
 from judgeflow.engines.verl import verl_overrides
 from judgeflow.evaluation import params_from as evaluation_params
+from judgeflow.key_readers import ONLY_READ_BY
 from judgeflow.stages import evaluation_job_config, grrm_rl_train_job, stage_spec, store_for
 from judgeflow.storage import Manifest, ManifestFile
 from judgeflow.tracking import resolve_tracking_uri

@@ -18,11 +18,13 @@ import ctypes
 import os
 import signal
 import subprocess
+import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import IO
 
 #: Environment variable every process of a tree inherits; stop() finds stragglers by it.
@@ -168,3 +170,39 @@ def run_tree(
     finally:
         if tree.proc.poll() is None or tree.pids():
             tree.stop(grace_s, log)
+
+
+@contextlib.contextmanager
+def exit_on_signals(log: Log) -> Iterator[Callable[[], None]]:
+    """Turn the first SIGTERM/SIGINT into SystemExit(128+sig) so ``finally`` tears down.
+
+    Yields ``disarm``: call it when teardown starts, so a signal can no longer cut teardown
+    short; a signal that arrives after that still ends the call with SystemExit once teardown is
+    done. Outside the main thread handlers cannot be installed; PDEATHSIG and ``finally`` still
+    cover that case.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    armed, pending = [True], [0]
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        with contextlib.suppress(RuntimeError):  # print() is not reentrant
+            log(f"[judgeflow] got {signal.Signals(signum).name}; tearing down")
+        if not armed[0]:
+            pending[0] = pending[0] or signum
+            return
+        armed[0] = False
+        raise SystemExit(128 + signum)
+
+    def disarm() -> None:
+        armed[0] = False
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield disarm
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+    if pending[0]:
+        raise SystemExit(128 + pending[0])

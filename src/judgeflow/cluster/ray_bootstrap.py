@@ -29,20 +29,18 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
-from judgeflow.cluster.procs import ProcessTree
+from judgeflow.cluster.net import free_ports, node_ip
+from judgeflow.cluster.procs import ProcessTree, exit_on_signals
 
 __all__ = [
     "Allocation",
@@ -171,81 +169,7 @@ def driver_env(head: HeadInfo, base: Mapping[str, str] | None = None) -> dict[st
     return env
 
 
-def node_ip() -> str:
-    """Address this node advertises: ``JUDGEFLOW_RAY_NODE_IP``, else the routable one.
-
-    Ray replaces a loopback ``--node-ip-address`` with its own guess, so we make the same guess
-    (the source address of a route to the outside; nothing is sent) and publish what Ray uses.
-    """
-    override = os.environ.get("JUDGEFLOW_RAY_NODE_IP")
-    if override:
-        return override
-    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.connect(("8.8.8.8", 80))
-        ip: str = s.getsockname()[0]
-        if not ip.startswith("127."):
-            return ip
-    with contextlib.suppress(OSError):
-        ip = socket.gethostbyname(socket.gethostname())
-        if not ip.startswith("127."):
-            return ip
-    return "127.0.0.1"
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct ports the OS reports free now, so two jobs on one host do not collide."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-# --------------------------------------------------------------------------- processes
-
-
 # --------------------------------------------------------------------------- signals
-
-
-@contextlib.contextmanager
-def exit_on_signals(log: Log) -> Iterator[Callable[[], None]]:
-    """Turn the first SIGTERM/SIGINT into SystemExit(128+sig) so ``finally`` tears down.
-
-    Yields ``disarm``: call it when teardown starts, so a signal can no longer cut teardown
-    short; a signal that arrives after that still ends the call with SystemExit once teardown is
-    done. Outside the main thread handlers cannot be installed; PDEATHSIG and ``finally`` still
-    cover that case.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield lambda: None
-        return
-    armed, pending = [True], [0]
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        with contextlib.suppress(RuntimeError):  # print() is not reentrant
-            log(f"[ray-bootstrap] got {signal.Signals(signum).name}; tearing down")
-        if not armed[0]:
-            pending[0] = pending[0] or signum
-            return
-        armed[0] = False
-        raise SystemExit(128 + signum)
-
-    def disarm() -> None:
-        armed[0] = False
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield disarm
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-    if pending[0]:
-        raise SystemExit(128 + pending[0])
 
 
 # --------------------------------------------------------------------------- the cluster

@@ -63,7 +63,8 @@ class StageJob(submitit.helpers.Checkpointable):
     """Runs on every task: rank 0 hosts the Ray head and the driver, the others join as workers."""
 
     def __call__(self, spec: StageSpec) -> dict[str, Any] | None:
-        from judgeflow.cluster.ray_bootstrap import Allocation, exit_on_signals, run_in_ray_cluster
+        from judgeflow.cluster.procs import exit_on_signals
+        from judgeflow.cluster.ray_bootstrap import Allocation, run_in_ray_cluster
 
         env = {**spec.env, "JUDGEFLOW_STAGE_DIR": spec.workdir}
         spec = replace(spec, command=[sys.executable if c == PYTHON else c for c in spec.command])
@@ -115,7 +116,7 @@ def _torchrun_env(alloc: Any, timeout_s: float = 300.0) -> dict[str, str]:
     """
     import time
 
-    from judgeflow.cluster.ray_bootstrap import free_ports, node_ip
+    from judgeflow.cluster.net import free_ports, node_ip
 
     master_file = alloc.rendezvous_dir / "torchrun.json"
     if alloc.rank == 0:
