@@ -1,8 +1,8 @@
 """Retry and cache policies shared by the tasks.
 
-Retries: transient failures (network, HTTP 5xx from MLflow / Prefect / a data server, Slurm
-submission, a job killed from outside) are retried with backoff; deterministic ones (bad data,
-bad config, a source that does not exist, a job that failed by itself) fail at once.
+Retries: what `judgeflow.retries.is_transient` calls transient (network, HTTP 5xx, Slurm
+submission, a job killed from outside) is retried with backoff; deterministic failures (bad
+data, bad config, a source that does not exist, a job that failed by itself) fail at once.
 
 Caching: `cached(task)` turns on Prefect's result persistence for a stage with a content-derived
 key from `judgeflow.caching`, results and keys in two directories every worker can read
@@ -12,7 +12,6 @@ runs again instead of handing out a dangling path.
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,9 +23,8 @@ from prefect.logging import get_logger
 from prefect.results import ResultStore
 
 from judgeflow import caching
-from judgeflow.cluster import StageFailed
-from judgeflow.config import ConfigError, RunConfig
-from judgeflow.data import DataError
+from judgeflow.config import RunConfig
+from judgeflow.retries import is_transient
 
 logger = get_logger("judgeflow.cache")
 
@@ -36,50 +34,6 @@ JITTER = 0.3
 
 
 # ---------------------------------------------------------------------------- retries
-
-
-def _http_status(exc: BaseException) -> int | None:
-    """The HTTP status an exception carries (aiohttp, httpx, requests, MLflow), if any."""
-    for attr in ("status", "status_code"):
-        value = getattr(exc, attr, None)
-        if isinstance(value, int) and 100 <= value < 600:
-            return value
-    response = getattr(exc, "response", None)
-    value = getattr(response, "status_code", None)
-    if isinstance(value, int):
-        return value
-    get_status = getattr(exc, "get_http_status_code", None)  # MlflowException
-    if callable(get_status):
-        try:
-            status = get_status()
-        except Exception:
-            return None
-        return status if isinstance(status, int) else None
-    return None
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Would the same call succeed if tried again later? Follows `raise … from` causes."""
-    if isinstance(exc, StageFailed):
-        return exc.retryable
-    if isinstance(exc, DataError | ConfigError):
-        return False
-    status = _http_status(exc)
-    if status is not None:
-        return status >= 500 or status == 429
-    if isinstance(
-        exc, FileNotFoundError | PermissionError | IsADirectoryError | NotADirectoryError
-    ):
-        return False
-    if isinstance(exc, ConnectionError | TimeoutError | OSError | subprocess.CalledProcessError):
-        return True  # network, filesystem hiccups, sbatch refusing a submission
-    name = type(exc).__name__
-    if name in {"FailedSubmissionError", "TransportError", "ConnectError", "ReadTimeout"}:
-        return True  # submitit submission, httpx (Prefect API) transport errors
-    cause = exc.__cause__
-    if cause is not None and cause is not exc:
-        return is_transient(cause)  # e.g. SourceError("cannot list …") from a 503
-    return False
 
 
 def retry_transient(task: Any, task_run: Any, state: Any) -> bool:

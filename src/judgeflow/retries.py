@@ -1,0 +1,69 @@
+"""Which failures are worth retrying: the same call would likely succeed later.
+
+Transient: network and filesystem hiccups, HTTP 5xx / 429 from MLflow, Prefect, S3 or a data
+server, a Slurm submission sbatch refused, a job killed from outside (`StageFailed.retryable`).
+Deterministic: bad data, bad config, a source that does not exist, a job that failed by itself.
+Exceptions are matched by class (the libraries' own), and `raise … from` causes are followed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import httpx
+from submitit.core.utils import FailedSubmissionError
+
+from judgeflow.cluster.stage import StageFailed
+from judgeflow.config import ConfigError
+from judgeflow.data.errors import DataError
+
+#: Classes that are transient whatever their message: sbatch refusing a submission, and the
+#: transport errors of httpx (the Prefect client's HTTP library).
+TRANSIENT_CLASSES: tuple[type[BaseException], ...] = (FailedSubmissionError, httpx.TransportError)
+
+
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status an exception carries (aiohttp, httpx, requests, botocore, MLflow)."""
+    for attr in ("status", "status_code"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int) and 100 <= value < 600:
+            return value
+    response = getattr(exc, "response", None)
+    value = getattr(response, "status_code", None)
+    if isinstance(value, int):
+        return value
+    if isinstance(response, dict):  # botocore ClientError
+        value = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if isinstance(value, int):
+            return value
+    get_status = getattr(exc, "get_http_status_code", None)  # MlflowException
+    if callable(get_status):
+        try:
+            status = get_status()
+        except Exception:
+            return None
+        return status if isinstance(status, int) else None
+    return None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Would the same call succeed if tried again later? Follows `raise … from` causes."""
+    if isinstance(exc, StageFailed):
+        return exc.retryable
+    if isinstance(exc, DataError | ConfigError):
+        return False
+    status = http_status(exc)
+    if status is not None:
+        return status >= 500 or status == 429
+    if isinstance(
+        exc, FileNotFoundError | PermissionError | IsADirectoryError | NotADirectoryError
+    ):
+        return False
+    if isinstance(exc, ConnectionError | TimeoutError | OSError | subprocess.CalledProcessError):
+        return True
+    if isinstance(exc, TRANSIENT_CLASSES):
+        return True
+    cause = exc.__cause__
+    if cause is not None and cause is not exc:
+        return is_transient(cause)  # e.g. SourceError("cannot list …") from a 503
+    return False
