@@ -111,11 +111,35 @@ def _store(dirs: dict[str, Path]) -> ResultStore:
     )
 
 
+#: The task parameters each stage's cache key is computed from (`StageCache.compute_key`).
+KEY_INPUTS: dict[str, tuple[str, ...]] = {
+    "download": ("cfg",),
+    "prepare": ("cfg", "manifest", "val_manifest"),
+    "prepare-grrm": ("cfg", "manifest", "val_manifest"),
+    "prepare-sft": ("cfg", "manifest"),
+    "sft": ("cfg", "sft_file"),
+    "train": ("cfg", "data"),
+    "evaluate": ("cfg", "model_dir", "data"),
+}
+
+
 def cached(task: Any, *, retries: int | None = None, retry_delay_s: float | None = None) -> Any:
     """`task` with its stage cache on: persisted results, keys in shared storage (at run time).
 
-    Storage is resolved when the flow runs, so `$JUDGEFLOW_HOME` of the worker decides it.
+    Storage is resolved when the flow runs, so `$JUDGEFLOW_HOME` of the worker decides it. A task
+    without a parameter its key is computed from fails here, not with a silently wrong key.
     """
+    import inspect
+
+    wanted = KEY_INPUTS.get(task.name)
+    if wanted is None:
+        raise ValueError(f"no cache key for task {task.name!r}; known: {', '.join(KEY_INPUTS)}")
+    missing = [name for name in wanted if name not in inspect.signature(task.fn).parameters]
+    if missing:
+        raise TypeError(
+            f"task {task.name!r} has no parameter {', '.join(missing)}, which its cache key "
+            "reads (tasks/policies.py KEY_INPUTS): rename both together"
+        )
     dirs = caching.cache_dirs()
     for path in dirs.values():
         path.mkdir(parents=True, exist_ok=True)
@@ -131,4 +155,12 @@ def cached(task: Any, *, retries: int | None = None, retry_delay_s: float | None
     return task.with_options(**options)
 
 
-__all__ = ["BACKOFF", "JITTER", "StageCache", "cached", "is_transient", "retry_transient"]
+__all__ = [
+    "BACKOFF",
+    "JITTER",
+    "KEY_INPUTS",
+    "StageCache",
+    "cached",
+    "is_transient",
+    "retry_transient",
+]
