@@ -41,6 +41,7 @@ from typing import Any
 
 from judgeflow.cluster.net import free_ports, node_ip
 from judgeflow.cluster.procs import ProcessTree, exit_on_signals
+from judgeflow.data.io import atomic_write_text
 
 __all__ = [
     "Allocation",
@@ -278,16 +279,6 @@ def _common_args(ip: str, alloc: Allocation, temp_dir: Path, res: _Resources) ->
     return args
 
 
-def _write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def _tcp_open(address: str, timeout: float = 1.0) -> bool:
     host, port = address.rsplit(":", 1)
     try:
@@ -322,7 +313,7 @@ def _start_head(
     token_path = alloc.rendezvous_dir / TOKEN_FILE
     for stale in (HEAD_FILE, DONE_FILE, TOKEN_FILE):
         (alloc.rendezvous_dir / stale).unlink(missing_ok=True)
-    _write_atomic(token_path, secrets.token_hex(32), mode=0o600)
+    atomic_write_text(token_path, secrets.token_hex(32), mode=0o600)
     ray_env = _ray_env(env, token_path)
 
     ip = node_ip()
@@ -354,7 +345,7 @@ def _start_head(
     try:
         _wait_for("head GCS", lambda: _tcp_open(address), ready_timeout_s, alive)
         info = HeadInfo(address, token_path, f"http://{ip}:{dash}" if dashboard else None)
-        _write_atomic(alloc.rendezvous_dir / HEAD_FILE, info.to_json())
+        atomic_write_text(alloc.rendezvous_dir / HEAD_FILE, info.to_json())
         node.log(f"[ray-bootstrap] head at {address}; waiting for {alloc.world} node(s)")
         _wait_for(
             f"{alloc.world} Ray node(s) alive",
@@ -515,7 +506,7 @@ def run_in_ray_cluster(
                 disarm()
                 if alloc.rank == 0:  # workers tear down while we do, also after a failure
                     with contextlib.suppress(OSError):
-                        _write_atomic(alloc.rendezvous_dir / DONE_FILE, "")
+                        atomic_write_text(alloc.rendezvous_dir / DONE_FILE, "")
                 t1 = time.monotonic()
                 node.teardown(stop_grace_s, keep_logs=not ok)
                 log(

@@ -121,9 +121,9 @@ def _torchrun_env(alloc: Any, timeout_s: float = 300.0) -> dict[str, str]:
     master_file = alloc.rendezvous_dir / "torchrun.json"
     if alloc.rank == 0:
         alloc.rendezvous_dir.mkdir(parents=True, exist_ok=True)
-        tmp = master_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"addr": node_ip(), "port": free_ports(1)[0]}))
-        os.replace(tmp, master_file)
+        from judgeflow.data.io import atomic_write_text
+
+        atomic_write_text(master_file, json.dumps({"addr": node_ip(), "port": free_ports(1)[0]}))
     deadline = time.monotonic() + timeout_s
     while not master_file.exists():
         if time.monotonic() > deadline:

@@ -37,8 +37,11 @@ def local_path(path: PathLike) -> Path:
 
 
 @contextlib.contextmanager
-def atomic_writer(path: PathLike) -> Iterator[IO[bytes]]:
-    """Open `path` for binary writing so that it appears complete or not at all."""
+def atomic_writer(path: PathLike, *, mode: int | None = None) -> Iterator[IO[bytes]]:
+    """Open `path` for binary writing so that it appears complete or not at all.
+
+    A local file gets permission bits `mode` (default: those of `tempfile.mkstemp`, 0600).
+    """
     if is_url(path):
         with _url_writer(os.fspath(path)) as handle:
             yield handle
@@ -47,6 +50,8 @@ def atomic_writer(path: PathLike) -> Iterator[IO[bytes]]:
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             yield handle
             handle.flush()
@@ -77,15 +82,15 @@ def _url_writer(url: str) -> Iterator[IO[bytes]]:
     handle.close()
 
 
-def atomic_write_bytes(path: PathLike, data: bytes) -> None:
+def atomic_write_bytes(path: PathLike, data: bytes, *, mode: int | None = None) -> None:
     """Write `data` to `path` atomically."""
-    with atomic_writer(path) as handle:
+    with atomic_writer(path, mode=mode) as handle:
         handle.write(data)
 
 
-def atomic_write_text(path: PathLike, text: str) -> None:
+def atomic_write_text(path: PathLike, text: str, *, mode: int | None = None) -> None:
     """Write UTF-8 `text` to `path` atomically."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
 
 
 def write_parquet_atomic(table: pa.Table, path: PathLike) -> None:
