@@ -98,3 +98,15 @@ def test_run_tree_returns_the_code_and_cleans_up_children_left_behind(tmp_path: 
     )
     assert run_tree([sys.executable, "-c", leaver], _env(tag), grace_s=2, log=lambda _m: None) == 3
     assert _gone(tag) == []
+
+
+def test_run_tree_hands_every_output_line_to_on_line(capfd) -> None:  # type: ignore[no-untyped-def]
+    seen: list[str] = []
+    code = run_tree(
+        [sys.executable, "-c", "print('step:1 - a:1'); import sys; print('err', file=sys.stderr)"],
+        dict(os.environ),
+        on_line=seen.append,
+    )
+    assert code == 0
+    assert seen == ["step:1 - a:1\n", "err\n"]
+    assert "step:1 - a:1" in capfd.readouterr().out  # still in the job log

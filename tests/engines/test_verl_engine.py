@@ -453,13 +453,20 @@ class Recorder:
     """Stands in for the subprocesses (main_ppo, the merger): records them, plays verl's part."""
 
     def __init__(
-        self, ckpt: Path | None, steps: Sequence[int] = (), codes: Sequence[int] = ()
+        self,
+        ckpt: Path | None,
+        steps: Sequence[int] = (),
+        codes: Sequence[int] = (),
+        log: Sequence[str] = (),
     ) -> None:
-        self.ckpt, self.steps, self.codes = ckpt, list(steps), list(codes)
+        self.ckpt, self.steps, self.codes, self.log = ckpt, list(steps), list(codes), list(log)
         self.calls: list[tuple[list[str], dict[str, str]]] = []
 
-    def __call__(self, command: Sequence[str], env: Mapping[str, str]) -> int:
+    def __call__(self, command: Sequence[str], env: Mapping[str, str], on_line: Any = None) -> int:
         self.calls.append((list(command), dict(env)))
+        if on_line is not None:  # main_ppo's console output, as the stage follows it
+            for line in self.log:
+                on_line(line)
         code = self.codes.pop(0) if self.codes else 0
         if "verl.trainer.main_ppo" in command and self.ckpt is not None and code == 0:
             fake_checkpoint(self.ckpt, self.steps)
@@ -501,7 +508,11 @@ def test_run_verl_stage_trains_merges_publishes_and_links_mlflow(
     monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
     cfg = load_config("grrm-rlvr", overrides=[f"storage.root={tmp_path / 'store'}"])
     ckpt = tmp_path / "ckpt"
-    rec = Recorder(ckpt, steps=[200, 400])
+    log = ["Total training steps: 400", "(TaskRunner pid=9) step:200 - critic/score/mean:0.25",
+           "step:400 - critic/score/mean:0.5 - actor/pg_loss:-0.1 - response_length/mean:30.0"]  # fmt: skip
+    rec = Recorder(ckpt, steps=[200, 400], log=log)
+    progress: list[tuple[int, int]] = []
+    logged: list[tuple[int, dict[str, float]]] = []
     result = run_verl_stage(
         cfg,
         train_files=["/d/train.parquet"],
@@ -515,12 +526,19 @@ def test_run_verl_stage_trains_merges_publishes_and_links_mlflow(
         experiment_name="grrm-rlvr-nightly",
         python="py",
         runner=rec,
+        progress=lambda step, total: progress.append((step, total)),
+        metrics_sink=lambda metrics, step: logged.append((step, metrics)),
     )
+    last = {"train/reward_mean": 0.5, "train/loss": -0.1, "train/completion_length": 30.0}
     assert result == {
         "model_dir": str(tmp_path / "store" / "models" / "run42"),
         "checkpoint_dir": str(ckpt / "global_step_400"),
         "global_step": 400,
+        "metrics": last,
     }
+    # verl's step log reached the progress artifact and MLflow under the standard names.
+    assert progress == [(0, 400), (200, 400), (400, 400)]
+    assert logged == [(200, {"train/reward_mean": 0.25}), (400, last)]
     assert (Path(result["model_dir"]) / "model.safetensors").read_bytes() == b"merged"
     (train_cmd, train_env), (merge_cmd, _) = rec.calls
     assert train_cmd[:3] == ["py", "-m", "verl.trainer.main_ppo"]

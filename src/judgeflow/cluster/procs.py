@@ -18,6 +18,7 @@ import ctypes
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -161,11 +162,23 @@ def run_tree(
     grace_s: float = 60.0,
     name: str | None = None,
     log: Log = print,
+    on_line: Callable[[str], None] | None = None,
 ) -> int:
     """Run `command` with our stdout/stderr and return its exit code. On any exception
-    (SystemExit from a signal too), and if the leader left children behind, stop the tree."""
-    tree = ProcessTree.start(name or Path(command[0]).name, command, env)
+    (SystemExit from a signal too), and if the leader left children behind, stop the tree.
+
+    With `on_line`, output is read line by line, copied to our stdout and passed to `on_line`.
+    """
+    pipe = subprocess.PIPE if on_line is not None else None
+    tree = ProcessTree.start(name or Path(command[0]).name, command, env, stdout=pipe)
     try:
+        if tree.proc.stdout is not None and on_line is not None:
+            out = sys.stdout
+            for raw in iter(tree.proc.stdout.readline, b""):
+                line = raw.decode(errors="replace")
+                out.write(line)
+                out.flush()
+                on_line(line)
         return tree.proc.wait()
     finally:
         if tree.proc.poll() is None or tree.pids():

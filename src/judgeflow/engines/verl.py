@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 
 from judgeflow.cluster.procs import run_tree
 from judgeflow.config import RunConfig, validate_config
+from judgeflow.engines.verl_log import VerlLogFollower
 from judgeflow.rewards import REWARD_FUNCTION_NAME, reward_module_path
 
 if TYPE_CHECKING:
@@ -58,7 +59,8 @@ MLFLOW_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID")
 #: Reward managers that call `compute_score` once per sample, as judgeflow's rewards expect.
 PER_SAMPLE_MANAGERS = ("naive", "dapo", "prime")
 
-Runner = Callable[[Sequence[str], Mapping[str, str]], int]
+#: Runs a command: `runner(command, env)` or, to follow its output, `runner(…, on_line=f)`.
+Runner = Callable[..., int]
 
 
 class VerlStageError(RuntimeError):
@@ -331,10 +333,15 @@ def mlflow_env(tracking_uri: str | None, run_id: str | None) -> dict[str, str]:
     return env
 
 
-def run_streaming(command: Sequence[str], env: Mapping[str, str]) -> int:
-    """Run a command with our stdout/stderr (so its log streams), in its own process group:
-    verl's driver leaves children behind, and an interrupted stage must stop them all."""
-    return run_tree(command, env, grace_s=60.0)
+def run_streaming(
+    command: Sequence[str],
+    env: Mapping[str, str],
+    on_line: Callable[[str], None] | None = None,
+) -> int:
+    """Run a command with its output on ours (so the job log streams), as a process tree:
+    verl's driver leaves children behind, and an interrupted stage must stop them all.
+    `on_line` also gets every line (verl's step log, see `verl_log`)."""
+    return run_tree(command, env, grace_s=60.0, on_line=on_line)
 
 
 @dataclass(frozen=True)
@@ -342,12 +349,14 @@ class VerlStageResult:
     model_dir: str  # URI of the final HF model in the artifact store
     checkpoint_dir: str  # the verl checkpoint folder of that step (resumable)
     global_step: int
+    metrics: dict[str, float]  # the last step's standard metrics (verl_log.STANDARD_NAMES)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "model_dir": self.model_dir,
             "checkpoint_dir": self.checkpoint_dir,
             "global_step": self.global_step,
+            "metrics": dict(self.metrics),
         }
 
 
@@ -392,8 +401,13 @@ def run_verl_stage(
     experiment_name: str | None = None,
     python: str = sys.executable,
     runner: Runner | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    metrics_sink: Callable[[dict[str, float], int], None] | None = None,
 ) -> dict[str, Any]:
     """Train with verl on the Ray cluster of this job, merge, publish; runs on the Ray head.
+
+    verl's step log is followed (`verl_log.VerlLogFollower`): `progress(step, total)` and
+    `metrics_sink(standard metrics, step)` get what it reports, under judgeflow's names.
 
     The environment must already point at the job's Ray cluster (`RAY_ADDRESS`, set by the
     stage bootstrap). A re-run resumes from the last checkpoint (`trainer.resume_mode=auto`).
@@ -422,7 +436,8 @@ def run_verl_stage(
     )
     env = {**os.environ, **forwarded}
     runner = runner or run_streaming  # looked up at call time: tests replace the process layer
-    code = runner(command, env)
+    follower = VerlLogFollower(progress=progress, sink=metrics_sink)
+    code = runner(command, env, on_line=follower.feed)
     if code != 0:
         raise VerlStageError(f"{MAIN_PPO} exited with code {code}")
     step, hf_dir = finish_checkpoint(checkpoint_dir, python=python, runner=runner, env=env)
@@ -431,6 +446,7 @@ def run_verl_stage(
         model_dir=model_uri,
         checkpoint_dir=str(Path(checkpoint_dir) / f"global_step_{step}"),
         global_step=step,
+        metrics=follower.last_metrics,
     ).to_dict()
 
 

@@ -39,7 +39,14 @@ def train_stage(
         val_file=fetch(cfg, data.val_file) if data.val_file else None,
     )
     if cfg.resolved_engine == "verl":
-        return _train_with_verl(cfg, data, output_dir=output_dir, run_id=run_id)
+        return _train_with_verl(
+            cfg,
+            data,
+            output_dir=output_dir,
+            run_id=run_id,
+            metrics_sink=metrics_sink,
+            progress=progress,
+        )
     from judgeflow.engines import trl
 
     result = trl.train_grpo(
@@ -61,7 +68,13 @@ def train_stage(
 
 
 def _train_with_verl(
-    cfg: RunConfig, data: PreparedData, *, output_dir: str | Path, run_id: str | None
+    cfg: RunConfig,
+    data: PreparedData,
+    *,
+    output_dir: str | Path,
+    run_id: str | None,
+    metrics_sink: Callable[[dict[str, float], int], None] | None = None,
+    progress: Progress | None = None,
 ) -> TrainedModel:
     """verl's trainer on this job's Ray cluster; metrics go to the pipeline's MLflow run."""
     from judgeflow.engines.verl import run_verl_stage
@@ -84,13 +97,15 @@ def _train_with_verl(
         nnodes=cfg.cluster.nodes,
         n_gpus_per_node=cfg.cluster.gpus_per_node,
         experiment_name=run_name,
+        progress=progress,  # verl's step log: progress and the standard train/* val/* names
+        metrics_sink=metrics_sink,
     )
     return TrainedModel(
         model_dir=str(result["model_dir"]),
         checkpoint_dir=str(result["checkpoint_dir"]),
         global_step=int(result["global_step"]),
         resumed_from=f"global_step_{resumed}" if resumed else None,
-        metrics={},
+        metrics=dict(result.get("metrics", {})),
     )
 
 

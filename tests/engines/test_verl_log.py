@@ -1,0 +1,142 @@
+"""verl's console log -> progress and the standard metric names, on lines verl's own logger
+prints (verl 0.6.1 `Tracking(default_backend=["console"])`), and verl's MLflow name rule."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import verl
+
+from judgeflow.engines.verl_log import (
+    STANDARD_NAMES,
+    VerlLogFollower,
+    mlflow_name,
+    parse_step_line,
+    parse_total_steps,
+)
+
+VERL = Path(verl.__file__).parent
+SOURCE = "TowerBlocks-MT-Ranking.ranking_score"
+
+
+def _step_metrics(step: int) -> dict[str, float]:
+    """What verl's trainer logs for a step (names from metric_utils / dp_actor / fsdp_workers)."""
+    return {
+        "training/global_step": step,
+        "training/epoch": 0,
+        "critic/score/mean": np.float64(0.25 * step),
+        "critic/score/max": 1.0,
+        "critic/rewards/mean": np.float64(0.25 * step),
+        "critic/advantages/mean": np.float32(0.0),
+        "actor/pg_loss": np.float64(-0.01 * step),
+        "actor/kl_loss": 1e-07 * step,
+        "actor/kl_coef": 0.001,
+        "actor/entropy": 2.5,
+        "actor/grad_norm": np.float32(0.75),
+        "actor/lr": 1e-06,
+        "response_length/mean": 42.0,
+        "timing_s/step": 12.5,
+        f"val-core/{SOURCE}/reward/mean@4": 0.5 + 0.1 * step,
+        f"val-aux/{SOURCE}/valid_answer/mean@4": 0.9,
+        "val-core/other/reward/mean@4": 0.3 + 0.1 * step,
+        "val-aux/other/valid_answer/mean@4": 0.7,
+    }
+
+
+def _recorded_log(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    from verl.utils.tracking import Tracking
+
+    tracking = Tracking(project_name="judgeflow", experiment_name="t", default_backend=["console"])
+    print("Total training steps: 3")  # as RayPPOTrainer._create_dataloader prints it
+    for step in (1, 2, 3):
+        tracking.log(data=_step_metrics(step), step=step)
+    lines = capsys.readouterr().out.splitlines()
+    # Ray prefixes the TaskRunner actor's output; the driver's stdout has both forms.
+    return [f"(TaskRunner pid=4242) {line}" if i % 2 else line for i, line in enumerate(lines)]
+
+
+def test_the_recorded_log_gives_progress_and_the_standard_names(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lines = _recorded_log(capsys)
+    plain = [line.removeprefix("(TaskRunner pid=4242) ") for line in lines]
+    assert any(
+        line.startswith("step:1 - ") and " - critic/score/mean:0.25 - " in line for line in plain
+    )
+    progress: list[tuple[int, int]] = []
+    logged: list[tuple[int, dict[str, float]]] = []
+    follower = VerlLogFollower(
+        progress=lambda s, t: progress.append((s, t)), sink=lambda m, s: logged.append((s, m))
+    )
+    for line in ["(TaskRunner pid=4242) INFO something else", *lines]:
+        follower.feed(line)
+    assert progress == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    assert [s for s, _ in logged] == [1, 2, 3]
+    step2 = logged[1][1]
+    assert step2["train/reward_mean"] == pytest.approx(0.5)  # critic/score/mean
+    assert step2["train/loss"] == pytest.approx(-0.02)  # actor/pg_loss
+    assert step2["train/kl"] == pytest.approx(2e-07)
+    assert step2["train/grad_norm"] == pytest.approx(0.75)
+    assert step2["train/learning_rate"] == pytest.approx(1e-06)
+    assert step2["train/completion_length"] == pytest.approx(42.0)
+    assert step2["val/reward_mean"] == pytest.approx((0.7 + 0.5) / 2)  # mean over sources
+    assert step2["val/format_failure_rate"] == pytest.approx(1 - 0.8)
+    assert set(step2) == {*STANDARD_NAMES.values(), "val/reward_mean", "val/format_failure_rate"}
+    assert follower.last_step == 3 and follower.total == 3
+
+
+def test_other_lines_are_not_steps() -> None:
+    for line in ["", "Total training steps: 12", "step:", "validation generation end",
+                 "(WorkerDict pid=1) [Rank 0] step:notanumber"]:  # fmt: skip
+        assert parse_step_line(line) is None
+    assert parse_total_steps("Total training steps: 12") == 12
+    assert parse_total_steps("step:1 - a:1") is None
+    assert parse_step_line("\x1b[36m(TaskRunner pid=7)\x1b[0m step:5 - critic/score/mean:0.5") == (
+        5,
+        {"critic/score/mean": 0.5},
+    )
+    assert parse_step_line("step:2 - actor/pg_loss:np.float64(-0.5)") == (
+        2,
+        {"actor/pg_loss": -0.5},
+    )
+
+
+def test_mlflow_names_are_what_verls_adapter_stores(tmp_path: Path) -> None:
+    """Log through verl's own MLflow adapter into a real (sqlite) MLflow and read names back."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+    from verl.utils.tracking import _MlflowLoggingAdapter
+
+    names = [f"val-core/{SOURCE}/reward/mean@4", "val-aux/a b/acc/best@4/std", "x#y(z)",
+             "critic/score/mean", "timing_s/gen", "perf/max_memory_allocated_gb", "ü@ö"]  # fmt: skip
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    mlflow.set_tracking_uri(uri)
+    try:
+        with mlflow.start_run() as run:
+            _MlflowLoggingAdapter().log(dict.fromkeys(names, 1.0), step=1)
+    finally:
+        mlflow.set_tracking_uri(None)
+    stored = MlflowClient(uri).get_run(run.info.run_id).data.metrics
+    assert sorted(stored) == sorted(mlflow_name(n) for n in names)
+    assert mlflow_name(f"val-core/{SOURCE}/reward/mean@4") == f"val-core/{SOURCE}/reward/mean_at_4"
+
+
+def test_every_mapped_verl_name_is_one_verl_produces() -> None:
+    """If verl renames a metric, this fails instead of the dashboard going quiet."""
+    code = "\n".join(
+        (VERL / rel).read_text()
+        for rel in (
+            "trainer/ppo/metric_utils.py",
+            "trainer/ppo/ray_trainer.py",
+            "workers/actor/dp_actor.py",
+            "workers/fsdp_workers.py",
+        )
+    )
+    for name in STANDARD_NAMES:
+        assert f'"{name}"' in code or f'"{name.rsplit("/", 1)[0]}/' in code, name
+    assert 'print(f"Total training steps: {self.total_training_steps}")' in code
+    assert re.search(r'metric_sec = "val-core"', code)
+    assert 'core_var = "acc" if "acc" in var2metric2val else "reward"' in code
