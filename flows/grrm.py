@@ -18,6 +18,7 @@ from flows.prepare_sharded import on_ray
 from judgeflow.config import load_config
 from judgeflow.stages import grrm_rl_train_job, val_source_config, with_policy
 from judgeflow.tracking import resolve_tracking_uri
+from tasks.credentials import use_storage_credentials
 from tasks.data import download
 from tasks.evaluate import evaluate
 from tasks.grrm import find_sft_model, prepare_grrm, record_grrm_data
@@ -50,6 +51,7 @@ def grrm(
     cfg = load_config(
         recipe, profile=profile, overrides=overrides or [], report=get_run_logger().warning
     )
+    use_storage_credentials(cfg)  # storage.credentials_block: keys into the env, not params
     run_id = start_tracking(cfg)
     steps = StageRecorder()
     metrics: dict[str, float] = {}

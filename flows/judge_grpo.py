@@ -18,6 +18,7 @@ from prefect.runtime import flow_run
 from judgeflow.config import load_config
 from judgeflow.stages import sft_source_config, val_source_config, with_policy
 from judgeflow.tracking import resolve_tracking_uri
+from tasks.credentials import use_storage_credentials
 from tasks.data import download, prepare
 from tasks.evaluate import evaluate
 from tasks.policies import cached
@@ -54,6 +55,7 @@ def judge_grpo(
         overrides=overrides or [],
         report=get_run_logger().warning,
     )
+    use_storage_credentials(cfg)  # storage.credentials_block: keys into the env, not params
     run_id = start_tracking(cfg)
     stage = StageRecorder()
     metrics: dict[str, float] = {}

@@ -261,6 +261,11 @@ class StorageConfig(_Section):
         validate_default=True,
         description="local dir or s3:// prefix",
     )
+    credentials_block: str | None = Field(
+        None,
+        description="name of a Prefect Secret block holding the S3 credentials as JSON; "
+        "else the environment's (AWS_ACCESS_KEY_ID, a profile, an instance role)",
+    )
 
     @field_validator("root")
     @classmethod

@@ -47,6 +47,7 @@ SWITCHES = {
     "cluster.retries": "task retries of a killed stage (tests/cluster/test_slurm_stages.py)",
     "cluster.retry_delay_s": "delay between those retries (tests/cluster/test_slurm_stages.py)",
     "grpo.adv_estimator": "one allowed value (grpo), passed to verl (test_adv_estimator below)",
+    "storage.credentials_block": "S3 keys from a Prefect block (tests/flows/test_credentials.py)",
     "cluster.poll_s": "how often a job is polled (tasks/jobs.py → cluster/monitor.py)",
 }
 
