@@ -1,0 +1,26 @@
+"""The run config as the evaluation generator's arguments: a golden file per recipe."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from judgeflow.config import list_recipes, load_config
+from judgeflow.evaluation import params_from
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "evaluation"
+UPDATE_GOLDEN = os.environ.get("JUDGEFLOW_UPDATE_GOLDEN") == "1"
+
+
+@pytest.mark.parametrize("recipe", list_recipes())
+def test_recipe_maps_onto_the_golden_evaluation_params(recipe: str) -> None:
+    text = json.dumps(params_from(load_config(recipe)), indent=2, sort_keys=True) + "\n"
+    golden = GOLDEN / f"{recipe}.json"
+    if UPDATE_GOLDEN:
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(text)
+    assert golden.is_file(), f"{golden} missing; run with JUDGEFLOW_UPDATE_GOLDEN=1"
+    assert text == golden.read_text(), "evaluation mapping changed; review, then regenerate"
