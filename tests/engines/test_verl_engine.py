@@ -529,7 +529,9 @@ def test_run_verl_stage_trains_merges_publishes_and_links_mlflow(
         progress=lambda step, total: progress.append((step, total)),
         metrics_sink=lambda metrics, step: logged.append((step, metrics)),
     )
-    last = {"train/reward_mean": 0.5, "train/loss": -0.1, "train/completion_length": 30.0}
+    # grrm-rlvr packs micro-batches by tokens (use_dynamic_bsz): verl's loss scale changes every
+    # step, so its scaled actor/pg_loss is not reported as train/loss (see verl_log)
+    last = {"train/reward_mean": 0.5, "train/completion_length": 30.0}
     assert result == {
         "model_dir": str(tmp_path / "store" / "models" / "run42"),
         "checkpoint_dir": str(ckpt / "global_step_400"),
@@ -636,3 +638,30 @@ def test_import_is_cheap() -> None:
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_run_verl_stage_undoes_verls_loss_scaling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
+    cfg = load_config("grpo-pointwise", overrides=[f"storage.root={tmp_path / 'store'}"])
+    # grpo-pointwise on 1 x 8 GPUs: 24 prompts x 4 responses over 8 ranks, micro-batches of 1
+    log = ["step:1 - critic/score/mean:0.5 - actor/pg_loss:-0.01 - actor/kl_loss:0.001 - "
+           "actor/kl_coef:0.001"]  # fmt: skip
+    logged: list[tuple[int, dict[str, float]]] = []
+    run_verl_stage(
+        cfg,
+        train_files=["t"],
+        val_files=["v"],
+        checkpoint_dir=str(tmp_path / "ckpt"),
+        publish_to=["models", "r"],
+        tracking_uri="http://127.0.0.1:5000",
+        nnodes=1,
+        n_gpus_per_node=8,
+        python="py",
+        runner=Recorder(tmp_path / "ckpt", steps=[1], log=log),
+        metrics_sink=lambda metrics, step: logged.append((step, metrics)),
+    )
+    ((_, metrics),) = logged
+    assert metrics["train/kl"] == pytest.approx(0.001 * 12)
+    assert metrics["train/loss"] == pytest.approx((-0.01 + 0.001 * 0.001) * 12)

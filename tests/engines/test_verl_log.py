@@ -13,9 +13,11 @@ import verl
 from judgeflow.engines.verl_log import (
     STANDARD_NAMES,
     VerlLogFollower,
+    gradient_accumulation,
     mlflow_name,
     parse_step_line,
     parse_total_steps,
+    standard_metrics,
 )
 
 VERL = Path(verl.__file__).parent
@@ -69,7 +71,9 @@ def test_the_recorded_log_gives_progress_and_the_standard_names(
     progress: list[tuple[int, int]] = []
     logged: list[tuple[int, dict[str, float]]] = []
     follower = VerlLogFollower(
-        progress=lambda s, t: progress.append((s, t)), sink=lambda m, s: logged.append((s, m))
+        progress=lambda s, t: progress.append((s, t)),
+        sink=lambda m, s: logged.append((s, m)),
+        accumulation=4,  # verl logged each loss / 4 (see standard_metrics)
     )
     for line in ["(TaskRunner pid=4242) INFO something else", *lines]:
         follower.feed(line)
@@ -77,15 +81,54 @@ def test_the_recorded_log_gives_progress_and_the_standard_names(
     assert [s for s, _ in logged] == [1, 2, 3]
     step2 = logged[1][1]
     assert step2["train/reward_mean"] == pytest.approx(0.5)  # critic/score/mean
-    assert step2["train/loss"] == pytest.approx(-0.02)  # actor/pg_loss
-    assert step2["train/kl"] == pytest.approx(2e-07)
+    # verl's scaled losses undone: KL estimate x 4, and TRL's loss = (pg + coef x kl) x 4
+    assert step2["train/kl"] == pytest.approx(2e-07 * 4)
+    assert step2["train/loss"] == pytest.approx((-0.02 + 0.001 * 2e-07) * 4)
     assert step2["train/grad_norm"] == pytest.approx(0.75)
     assert step2["train/learning_rate"] == pytest.approx(1e-06)
     assert step2["train/completion_length"] == pytest.approx(42.0)
     assert step2["val/reward_mean"] == pytest.approx((0.7 + 0.5) / 2)  # mean over sources
     assert step2["val/format_failure_rate"] == pytest.approx(1 - 0.8)
-    assert set(step2) == {*STANDARD_NAMES.values(), "val/reward_mean", "val/format_failure_rate"}
+    assert set(step2) == {
+        *STANDARD_NAMES.values(),
+        "train/kl",
+        "train/loss",
+        "val/reward_mean",
+        "val/format_failure_rate",
+    }
     assert follower.last_step == 3 and follower.total == 3
+
+
+def test_without_the_accumulation_the_scaled_losses_are_left_out() -> None:
+    metrics = {"critic/score/mean": 0.5, "actor/pg_loss": -0.01, "actor/kl_loss": 1e-3}
+    assert standard_metrics(metrics) == {"train/reward_mean": 0.5}
+
+
+def test_gradient_accumulation_is_verls() -> None:
+    # grrm-rlvr on 2 x 8 GPUs: 128 prompts x 8 responses over 16 ranks, micro-batches of 8
+    assert gradient_accumulation(ppo_mini_batch_size=128, rollout_n=8, n_gpus=16,
+                                 ppo_micro_batch_size_per_gpu=8) == 8  # fmt: skip
+    assert gradient_accumulation(ppo_mini_batch_size=128, rollout_n=8, n_gpus=16,
+                                 ppo_micro_batch_size_per_gpu=8,
+                                 ulysses_sequence_parallel_size=2) == 16  # fmt: skip
+    # The verl 0.6.1 lines this undoes: if they change, the correction must too.
+    actor = (VERL / "workers/actor/dp_actor.py").read_text()
+    workers = (VERL / "workers/fsdp_workers.py").read_text()
+    assert "loss_scale_factor = 1 / self.gradient_accumulation" in actor
+    assert (
+        'micro_batch_metrics["actor/pg_loss"] = pg_loss.detach().item() * loss_scale_factor'
+        in actor
+    )
+    assert (
+        'micro_batch_metrics["actor/kl_loss"] = kl_loss.detach().item() * loss_scale_factor'
+        in actor
+    )
+    assert "self.config.ppo_mini_batch_size // self.config.ppo_micro_batch_size_per_gpu" in actor
+    assert "self.config.actor.ppo_mini_batch_size *= self.config.rollout.n" in workers
+    assert (
+        "self.config.actor.ppo_mini_batch_size //= self.device_mesh.size() "
+        "// self.ulysses_sequence_parallel_size" in workers
+    )
 
 
 def test_other_lines_are_not_steps() -> None:

@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 
 from judgeflow.cluster.procs import run_tree
 from judgeflow.config import RunConfig, validate_config
-from judgeflow.engines.verl_log import VerlLogFollower
+from judgeflow.engines.verl_log import VerlLogFollower, gradient_accumulation
 from judgeflow.rewards import REWARD_FUNCTION_NAME, reward_module_path
 
 if TYPE_CHECKING:
@@ -436,7 +436,17 @@ def run_verl_stage(
     )
     env = {**os.environ, **forwarded}
     runner = runner or run_streaming  # looked up at call time: tests replace the process layer
-    follower = VerlLogFollower(progress=progress, sink=metrics_sink)
+    g = cfg.grpo
+    accumulation = None
+    if not g.use_dynamic_bsz:  # with it verl's loss scale changes every step
+        accumulation = gradient_accumulation(
+            ppo_mini_batch_size=g.ppo_mini_batch_size,
+            rollout_n=g.rollout_n,
+            n_gpus=(nnodes or cfg.cluster.nodes) * (n_gpus_per_node or cfg.cluster.gpus_per_node),
+            ppo_micro_batch_size_per_gpu=g.ppo_micro_batch_size_per_gpu,
+            ulysses_sequence_parallel_size=g.ulysses_sequence_parallel_size,
+        )
+    follower = VerlLogFollower(progress=progress, sink=metrics_sink, accumulation=accumulation)
     code = runner(command, env, on_line=follower.feed)
     if code != 0:
         raise VerlStageError(f"{MAIN_PPO} exited with code {code}")

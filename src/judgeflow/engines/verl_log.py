@@ -18,15 +18,11 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-#: verl name -> judgeflow's standard name (the TRL engine's). Where the two differ in meaning:
-#: `actor/pg_loss` is the policy-gradient loss without the KL term TRL's `loss` includes, and
-#: `actor/kl_loss` is the KL estimate itself (`grpo.kl_loss_type`, before the coefficient).
-#: verl 0.6.1 has no per-step reward std or share of zero-std groups: `train/reward_std` and
-#: `train/zero_std_frac` exist on the TRL engine only.
+#: verl name -> judgeflow's standard name (the TRL engine's), one to one. verl 0.6.1 has no
+#: per-step reward std or share of zero-std groups: `train/reward_std` and `train/zero_std_frac`
+#: exist on the TRL engine only. `train/kl` and `train/loss` are derived (`standard_metrics`).
 STANDARD_NAMES: Mapping[str, str] = {
     "critic/score/mean": "train/reward_mean",
-    "actor/kl_loss": "train/kl",
-    "actor/pg_loss": "train/loss",
     "actor/grad_norm": "train/grad_norm",
     "actor/entropy": "train/entropy",
     "actor/lr": "train/learning_rate",
@@ -77,9 +73,40 @@ def parse_total_steps(line: str) -> int | None:
     return int(m.group("total")) if m else None
 
 
-def standard_metrics(verl_metrics: Mapping[str, float]) -> dict[str, float]:
-    """The standard-named values one step's verl metrics give (only those present)."""
+def gradient_accumulation(
+    *,
+    ppo_mini_batch_size: int,
+    rollout_n: int,
+    n_gpus: int,
+    ppo_micro_batch_size_per_gpu: int,
+    ulysses_sequence_parallel_size: int = 1,
+) -> int:
+    """verl 0.6.1's micro-batches per mini-batch (`DataParallelPPOActor.gradient_accumulation`):
+    the mini-batch becomes responses per data-parallel rank (`fsdp_workers`), then micro-batches.
+    """
+    per_rank = ppo_mini_batch_size * rollout_n // max(n_gpus // ulysses_sequence_parallel_size, 1)
+    return max(per_rank // ppo_micro_batch_size_per_gpu, 1)
+
+
+def standard_metrics(
+    verl_metrics: Mapping[str, float], *, accumulation: int | None = None
+) -> dict[str, float]:
+    """The standard-named values one step's verl metrics give (only those present).
+
+    verl 0.6.1 logs each micro-batch's `actor/pg_loss` and `actor/kl_loss` times
+    `1 / gradient_accumulation`, then averages them (verl issue #3129), so the logged values are
+    the real ones divided by `accumulation`. With it, `train/kl` (the KL estimate) and
+    `train/loss` (policy loss + coefficient x KL, TRL's definition) are undone to the real
+    scale; without it (dynamic batch sizes: the divisor changes each step) they are left out
+    rather than reported too small.
+    """
     out = {STANDARD_NAMES[k]: v for k, v in verl_metrics.items() if k in STANDARD_NAMES}
+    if accumulation is not None and "actor/pg_loss" in verl_metrics:
+        kl = verl_metrics.get("actor/kl_loss", 0.0)
+        if "actor/kl_loss" in verl_metrics:
+            out["train/kl"] = kl * accumulation
+        coef = verl_metrics.get("actor/kl_coef", 0.0)
+        out["train/loss"] = (verl_metrics["actor/pg_loss"] + coef * kl) * accumulation
     rewards = [v for k, v in verl_metrics.items() if VAL_REWARD.match(k)]
     if rewards:
         out["val/reward_mean"] = sum(rewards) / len(rewards)
@@ -95,6 +122,7 @@ class VerlLogFollower:
 
     progress: Callable[[int, int], None] | None = None
     sink: Callable[[dict[str, float], int], None] | None = None
+    accumulation: int | None = None  # see `standard_metrics`
     total: int = 0
     last_step: int = 0
     last_metrics: dict[str, float] = field(default_factory=dict)
@@ -111,7 +139,7 @@ class VerlLogFollower:
             return
         step, metrics = parsed
         self.last_step = step
-        standard = standard_metrics(metrics)
+        standard = standard_metrics(metrics, accumulation=self.accumulation)
         self.last_metrics.update(standard)
         if self.sink is not None and standard:
             self.sink(standard, step)
