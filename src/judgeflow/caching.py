@@ -29,6 +29,7 @@ from typing import Any
 
 import judgeflow
 from judgeflow.config import RunConfig, judgeflow_home
+from judgeflow.data.io import exists
 
 PACKAGE_DIR = Path(judgeflow.__file__).parent
 
@@ -225,7 +226,7 @@ def usable(result: Any) -> bool:
     elif hasattr(result, "model"):  # a wrapper around a TrainedModel
         return usable(result.model)
     elif hasattr(result, "sft_file") and hasattr(result, "rl"):  # GrrmData
-        return _exists(result.sft_file) and usable(result.rl)
+        return exists(result.sft_file) and usable(result.rl)
     elif hasattr(result, "file") and hasattr(result, "report"):  # SftData
         paths = [result.file]
     elif hasattr(result, "train_file"):  # PreparedData
@@ -235,15 +236,7 @@ def usable(result: Any) -> bool:
         paths = [result.uri] if result.uri else [str(p) for p in result.paths]
     else:
         return True
-    return all(_exists(p) for p in paths if p)
-
-
-def _exists(uri: str) -> bool:
-    """A local path or a store URI (s3://…) exists; through fsspec, so S3 caches can hit."""
-    import fsspec
-
-    fs, path = fsspec.core.url_to_fs(uri)
-    return bool(fs.exists(path))
+    return all(exists(p) for p in paths if p)
 
 
 __all__ = [

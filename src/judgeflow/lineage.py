@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import fsspec
 from mlflow.tracking import MlflowClient
 
 from judgeflow.caching import sft_key
 from judgeflow.config import RunConfig
+from judgeflow.data.io import exists
 from judgeflow.tracking import resolve_tracking_uri
 
 SFT_KEY_TAG = "judgeflow.sft.key"
@@ -34,11 +34,6 @@ def lineage_sft_model(cfg: RunConfig, sft_file: str | Path, *, scan: int = 20) -
     )
     for run in runs:
         model = run.data.tags.get(SFT_MODEL_TAG)
-        if model and _exists(model):
+        if model and exists(model):
             return model
     return None
-
-
-def _exists(uri: str) -> bool:
-    fs, path = fsspec.core.url_to_fs(uri)
-    return bool(fs.exists(path))

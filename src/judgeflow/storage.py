@@ -24,7 +24,7 @@ from typing import Any
 
 import fsspec
 
-from judgeflow.data.io import atomic_write_text, atomic_writer
+from judgeflow.data.io import atomic_write_text, atomic_writer, sha256_file
 
 DATA_SUFFIXES = (".parquet", ".jsonl", ".json")
 SAMPLES_DIR = Path(__file__).parent / "samples"
@@ -154,14 +154,6 @@ def download(
     return manifest
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _fetch_cache() -> Path:
     from judgeflow.config import judgeflow_home
 
@@ -182,7 +174,7 @@ def _download_verified(
             target = tmp / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             fs.get_file(f"{base}/{rel}", str(target))
-            if _sha256(target) != meta["sha256"]:
+            if sha256_file(target) != meta["sha256"]:
                 raise StoreError(
                     f"{fs.unstrip_protocol(base)}/{rel}: sha256 does not match its manifest "
                     "(changed or damaged after publishing); run the stage that writes it again"
@@ -264,7 +256,7 @@ class ArtifactStore:
         files = {}
         for path in sorted(p for p in root.rglob("*") if p.is_file() and p.name != STORE_MANIFEST):
             rel = path.relative_to(root).as_posix()
-            files[rel] = {"sha256": _sha256(path), "size": path.stat().st_size}
+            files[rel] = {"sha256": sha256_file(path), "size": path.stat().st_size}
             self.fs.put_file(str(path), f"{dest}/{rel}")
         self.fs.pipe_file(f"{dest}/{STORE_MANIFEST}", json.dumps({"files": files}).encode())
         return dest
