@@ -102,6 +102,19 @@ def render_grrm_prompt(
     return prompt_head(src_lang_name, trg_lang_name, src_text) + candidate_blocks(candidates)
 
 
+_SOURCE_OPEN = "\n\nSource text:\n```\n"
+_SOURCE_CLOSE = "\n```\n\n" + GRRM_CANDIDATE_BLOCK.split("{label}")[0] + LABELS[0] + ":"
+
+
+def parse_source_text(prompt: str) -> str | None:
+    """The source text of a GRRM prompt (what decontamination hashes); None if not one."""
+    if not prompt.startswith("Given a source text in "):
+        return None
+    _, found, rest = prompt.partition(_SOURCE_OPEN)
+    text, closed, _ = rest.partition(_SOURCE_CLOSE)
+    return text if found and closed else None
+
+
 #: Characters for which Python's `str.strip` / `str.splitlines` differ from trimming `" \t\n"`
 #: and splitting on `"\n"`: every other `str.isspace` character (line breaks included).
 #: Preparation cleans analyses without these in Arrow, and the rest with `clean_analysis`.

@@ -72,3 +72,46 @@ def render_pairwise(query: str, response_a: str, response_b: str) -> str:
     return _substitute(
         PAIRWISE_TEMPLATE, {"query": query, "response_a": response_a, "response_b": response_b}
     )
+
+
+def _split_template(template: str, names: tuple[str, ...]) -> list[str]:
+    """The literal pieces around `names` in `template`: len(names) + 1 strings."""
+    pieces = [template]
+    for name in names:
+        head, _, tail = pieces.pop().partition("{" + name + "}")
+        pieces += [head, tail]
+    return pieces
+
+
+_POINTWISE_PIECES = _split_template(POINTWISE_TEMPLATE, ("query", "response"))
+_PAIRWISE_PIECES = _split_template(PAIRWISE_TEMPLATE, ("query", "response_a", "response_b"))
+
+
+def _parse(content: str, pieces: list[str]) -> list[str] | None:
+    head, *separators, tail = pieces
+    if not (content.startswith(head) and content.endswith(tail)):
+        return None
+    rest = content[len(head) : len(content) - len(tail)]
+    values = []
+    for separator in separators:
+        value, found, rest = rest.partition(separator)
+        if not found:
+            return None
+        values.append(value)
+    return [*values, rest]
+
+
+def parse_pointwise(content: str) -> tuple[str, str] | None:
+    """`(query, response)` of a pointwise judge prompt; None when `content` is not one.
+
+    A query holding the template's own `# Response` line splits at its first occurrence; the
+    prompt still renders back to `content`, only the boundary is ambiguous.
+    """
+    values = _parse(content, _POINTWISE_PIECES)
+    return None if values is None else (values[0], values[1])
+
+
+def parse_pairwise(content: str) -> tuple[str, str, str] | None:
+    """`(query, response_a, response_b)` of a pairwise judge prompt; None when it is not one."""
+    values = _parse(content, _PAIRWISE_PIECES)
+    return None if values is None else (values[0], values[1], values[2])

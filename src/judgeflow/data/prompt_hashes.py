@@ -1,0 +1,90 @@
+"""Prompt hashes: what "the model saw this prompt in training" means, as a short string.
+
+`prepare` stores one per row (`extra_info.prompt_hash` in verl rows, a `prompt_hash` column in
+SFT files); evaluation compares the rows it is about to score with the hashes a model's lineage
+trained on. The hash is over normalised text (Unicode NFKC, case-folded, whitespace collapsed),
+so a prompt that differs only in case or spacing is the same prompt:
+
+- judges: the query plus the responses, the responses in sorted order, so a pair shown as
+  A/B and the same pair shown as B/A are one prompt;
+- GRRM: the source text (every candidate order and subgroup of a group is one prompt);
+- anything else (an SFT conversation not in a judge template): its user turns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from judgeflow.data.templates import parse_pairwise, parse_pointwise
+
+__all__ = [
+    "HASH_CHARS",
+    "chat_prompt_hash",
+    "grrm_prompt_hash",
+    "judge_prompt_hash",
+    "normalise",
+    "row_prompt_hash",
+    "text_prompt_hash",
+]
+
+#: Hex characters kept of the sha256 (64 bits: no collision in any realistic dataset).
+HASH_CHARS = 16
+
+
+def normalise(text: str) -> str:
+    """NFKC, case-folded, runs of whitespace collapsed to one space, ends trimmed."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def _digest(kind: str, parts: Iterable[str]) -> str:
+    blob = "\x00".join([kind, *parts]).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(blob).hexdigest()[:HASH_CHARS]
+
+
+def judge_prompt_hash(query: str, responses: Sequence[str]) -> str:
+    """A judge prompt: query and responses, whatever order the responses are shown in."""
+    return _digest("judge", [normalise(query), *sorted(normalise(r) for r in responses)])
+
+
+def grrm_prompt_hash(src_text: str) -> str:
+    """A GRRM prompt: the source text being translated."""
+    return _digest("grrm", [normalise(src_text)])
+
+
+def text_prompt_hash(text: str) -> str:
+    """Any other prompt: its whole normalised text."""
+    return _digest("text", [normalise(text)])
+
+
+def chat_prompt_hash(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The hash of a conversation's prompt: a judge template's query and responses when the
+    user turn is one (an SFT row of the judge recipes), else the user turns' text."""
+    users = [str(m.get("content") or "") for m in messages if m.get("role") == "user"]
+    if len(users) == 1:
+        pairwise = parse_pairwise(users[0])
+        if pairwise is not None:
+            return judge_prompt_hash(pairwise[0], pairwise[1:])
+        pointwise = parse_pointwise(users[0])
+        if pointwise is not None:
+            return judge_prompt_hash(pointwise[0], pointwise[1:])
+    return text_prompt_hash("\n".join(users))
+
+
+def row_prompt_hash(mode: str, row: Mapping[str, Any]) -> str:
+    """The prompt hash of a verl row: the one `prepare` stored (`extra_info.prompt_hash`), else
+    computed from the prompt text (a parquet written by another tool or an older judgeflow)."""
+    from judgeflow.data.grrm_template import parse_source_text
+
+    extra = row.get("extra_info")
+    if isinstance(extra, Mapping) and extra.get("prompt_hash"):
+        return str(extra["prompt_hash"])
+    messages = row.get("prompt") or []
+    if mode == "grrm":
+        users = [str(m.get("content") or "") for m in messages if m.get("role") == "user"]
+        source = parse_source_text(users[-1]) if users else None
+        if source is not None:
+            return grrm_prompt_hash(source)
+    return chat_prompt_hash(messages)
