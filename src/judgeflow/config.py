@@ -240,6 +240,10 @@ class EvaluationConfig(_Section):
     samples: int = Field(
         1, gt=0, description="completions per item, averaged; >1 needs temperature"
     )
+    allow_overlap: bool = Field(
+        False,
+        description="score rows whose prompt the model trained on (reported) instead of refusing",
+    )
 
     @model_validator(mode="after")
     def _sampling(self) -> EvaluationConfig:
@@ -248,6 +252,25 @@ class EvaluationConfig(_Section):
                 "evaluation.samples > 1 needs evaluation.temperature > 0 (greedy repeats)"
             )
         return self
+
+
+class RegisterConfig(_Section):
+    """The MLflow model registry: every trained model becomes a version; `champion` moves only
+    to a version that beats the current champion on the same evaluation."""
+
+    enabled: bool = Field(True, description="register the trained model(s) as MLflow versions")
+    model_name: str | None = Field(
+        None, description="registered model; unset: the recipe name (SFT models: <name>-sft)"
+    )
+    primary_metric: str | None = Field(
+        None,
+        description="the gate's metric; unset: exact_match (pointwise), consistent_accuracy "
+        "(pairwise), ranking_accuracy (grrm)",
+    )
+    margin: float = Field(
+        0.0, ge=0, description="the new version must beat the champion by more than this"
+    )
+    force: bool = Field(False, description="promote whatever the numbers say (recorded as forced)")
 
 
 class TrackingConfig(_Section):
@@ -273,49 +296,60 @@ class StorageConfig(_Section):
         return value.replace("${JUDGEFLOW_HOME}", str(judgeflow_home()))
 
 
-class RunConfig(_Section):
-    recipe: str
-    mode: Mode
-    engine: Literal["auto", "trl", "verl"] = "auto"
-    model: ModelConfig = Field(default_factory=ModelConfig)
-    data: DataConfig
-    grpo: GrpoConfig = Field(default_factory=GrpoConfig)
-    sft: SftConfig = Field(default_factory=SftConfig)
-    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
-    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
-    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
-    storage: StorageConfig = Field(default_factory=StorageConfig)
+# `register` names ABCMeta.register, a method of the metaclass that instances never see; pydantic
+# warns about the shadowing all the same. The key is `register.*` because users type it.
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message='Field name "register"', category=UserWarning)
 
-    @model_validator(mode="after")
-    def _check(self) -> RunConfig:
-        if self.data.balance_positions and self.mode != "pairwise":
-            raise ValueError("data.balance_positions only applies to mode=pairwise")
-        if (
-            self.engine == "verl"
-            and self.cluster.backend == "local"
-            and not self.cluster.gpus_per_node
-        ):
-            raise ValueError("engine=verl needs GPUs: set cluster.gpus_per_node")
-        if self.mode != "grrm" and self.sft.enabled and not self.sft.source:
-            raise ValueError("sft.enabled needs sft.source: the `messages` rows to train on")
-        if self.mode == "grrm" and (self.sft.enabled or self.sft.source):
-            raise ValueError(
-                "sft.enabled / sft.source are for the judge recipes; GRRM's SFT runs on its own "
-                "data and `judgeflow run grrm-full --stage sft|rlvr|full` decides whether it runs"
-            )
-        return self
+    class RunConfig(_Section):
+        recipe: str
+        mode: Mode
+        engine: Literal["auto", "trl", "verl"] = "auto"
+        model: ModelConfig = Field(default_factory=ModelConfig)
+        data: DataConfig
+        grpo: GrpoConfig = Field(default_factory=GrpoConfig)
+        sft: SftConfig = Field(default_factory=SftConfig)
+        cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+        evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+        tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+        register: RegisterConfig = Field(default_factory=RegisterConfig)
+        storage: StorageConfig = Field(default_factory=StorageConfig)
 
-    @property
-    def resolved_engine(self) -> Literal["trl", "verl"]:
-        """`auto` means verl on Slurm (GPU clusters) and TRL locally."""
-        if self.engine != "auto":
-            return self.engine
-        return "verl" if self.cluster.backend == "slurm" else "trl"
+        @model_validator(mode="after")
+        def _check(self) -> RunConfig:
+            if self.data.balance_positions and self.mode != "pairwise":
+                raise ValueError("data.balance_positions only applies to mode=pairwise")
+            if (
+                self.engine == "verl"
+                and self.cluster.backend == "local"
+                and not self.cluster.gpus_per_node
+            ):
+                raise ValueError("engine=verl needs GPUs: set cluster.gpus_per_node")
+            if self.mode != "grrm" and self.sft.enabled and not self.sft.source:
+                raise ValueError("sft.enabled needs sft.source: the `messages` rows to train on")
+            if self.mode == "grrm" and (self.sft.enabled or self.sft.source):
+                raise ValueError(
+                    "sft.enabled / sft.source are for the judge recipes; GRRM's SFT runs on its own "
+                    "data and `judgeflow run grrm-full --stage sft|rlvr|full` decides whether it runs"
+                )
+            return self
 
-    def fingerprint(self) -> str:
-        """Content hash of the whole configuration (cache keys, lineage tags)."""
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
+        @property
+        def registered_model_name(self) -> str:
+            """The registered model this run's final model becomes a version of."""
+            return self.register.model_name or self.recipe
+
+        @property
+        def resolved_engine(self) -> Literal["trl", "verl"]:
+            """`auto` means verl on Slurm (GPU clusters) and TRL locally."""
+            if self.engine != "auto":
+                return self.engine
+            return "verl" if self.cluster.backend == "slurm" else "trl"
+
+        def fingerprint(self) -> str:
+            """Content hash of the whole configuration (cache keys, lineage tags)."""
+            blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+            return hashlib.sha256(blob).hexdigest()[:16]
 
 
 # ---------------------------------------------------------------------------- loading

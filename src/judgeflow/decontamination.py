@@ -1,0 +1,207 @@
+"""What a model trained on, carried in the model directory, and the check that evaluation never
+scores a model on a prompt it trained on.
+
+Every stage that trains a model (SFT, GRPO / RLVR) writes `judgeflow-lineage.json` into the
+model directory it produces: the prompt hashes (`judgeflow.data.prompt_hashes`) of the rows it
+trained on, joined with those of the model it started from, and the list of training stages
+behind it. The file travels with the model (artifact store, S3, a registered version), so the
+check needs nothing but the model: `judgeflow evaluate some/dir`, `models:/NAME@champion` and the
+pipeline's own evaluations all find the same lineage. A model without the file (a base model
+from the Hub, the tiny random model) has no known training data and is not checked.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from judgeflow.data.errors import DataError
+from judgeflow.data.io import atomic_write_text
+from judgeflow.data.prompt_hashes import chat_prompt_hash, row_prompt_hash
+
+__all__ = [
+    "LINEAGE_FILE",
+    "ContaminationError",
+    "Lineage",
+    "Overlap",
+    "check_overlap",
+    "file_prompt_hashes",
+    "read_lineage",
+    "write_lineage",
+]
+
+LINEAGE_FILE = "judgeflow-lineage.json"
+LINEAGE_SCHEMA_VERSION = 1
+#: Overlapping rows named in the error and the report (all are counted).
+SHOWN = 5
+
+
+class ContaminationError(DataError):
+    """The evaluation rows include prompts the model trained on; the message says how many,
+    shows some, and names the switch that scores them anyway."""
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """The training behind a model: stages oldest first, and every prompt hash they trained on."""
+
+    stages: list[dict[str, Any]]
+    prompt_hashes: frozenset[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": LINEAGE_SCHEMA_VERSION,
+            "stages": self.stages,
+            "prompt_hashes": sorted(self.prompt_hashes),
+        }
+
+
+def read_lineage(model_dir: str | Path) -> Lineage | None:
+    """The lineage file of a local model directory; None when the model has none."""
+    path = Path(model_dir) / LINEAGE_FILE
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    return Lineage(stages=list(data["stages"]), prompt_hashes=frozenset(data["prompt_hashes"]))
+
+
+def write_lineage(
+    model_dir: str | Path,
+    *,
+    stage: str,
+    mode: str,
+    data_file: str | Path,
+    data_uri: str | None = None,
+    start_model: str | Path | None = None,
+) -> Lineage:
+    """Record in `model_dir` that it was trained by `stage` on `data_file`, starting from
+    `start_model` (whose own lineage, if it has one, is carried over)."""
+    hashes = file_prompt_hashes(data_file, mode)
+    parent = read_lineage(start_model) if start_model and Path(start_model).is_dir() else None
+    stages = [*(parent.stages if parent else [])]
+    stages.append(
+        {
+            "stage": stage,
+            "data": data_uri or str(data_file),
+            "prompts": len(hashes),
+            "start_model": str(start_model) if start_model else None,
+        }
+    )
+    lineage = Lineage(stages, frozenset(hashes) | (parent.prompt_hashes if parent else set()))
+    atomic_write_text(Path(model_dir) / LINEAGE_FILE, json.dumps(lineage.to_dict()) + "\n")
+    return lineage
+
+
+def file_prompt_hashes(path: str | Path, mode: str) -> set[str]:
+    """The prompt hashes of a prepared file: verl RL rows (`extra_info.prompt_hash`) or an SFT
+    `messages` file (`prompt_hash`); computed from the text for files written without them."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(str(path))
+    names = set(table.column_names)
+    if "prompt_hash" in names:
+        return {str(h) for h in table.column("prompt_hash").to_pylist() if h}
+    if "messages" in names:
+        return {chat_prompt_hash(m or []) for m in table.column("messages").to_pylist()}
+    if "prompt" in names:
+        return {row_prompt_hash(mode, row) for row in table.select(_row_columns(names)).to_pylist()}
+    raise DataError(
+        f"{path}: neither verl RL rows (a `prompt` column) nor SFT rows (`messages`); "
+        "cannot tell what a model trained on it saw"
+    )
+
+
+def _row_columns(names: set[str]) -> list[str]:
+    return [c for c in ("prompt", "extra_info") if c in names]
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """Evaluation rows whose prompt is in the model's training data."""
+
+    checked: bool  # False: the model has no lineage, so nothing could be checked
+    rows: int  # evaluation rows looked at
+    overlapping: list[int] = field(default_factory=list)  # their positions
+    examples: list[dict[str, Any]] = field(default_factory=list)  # the first few, for people
+    trained_on: list[str] = field(default_factory=list)  # the data behind the model
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "checked": self.checked,
+            "rows": self.rows,
+            "overlapping_rows": len(self.overlapping),
+            "examples": self.examples,
+            "trained_on": self.trained_on,
+        }
+
+
+def check_overlap(
+    model_dir: str | Path,
+    rows: Sequence[Mapping[str, Any]],
+    mode: str,
+    *,
+    allow_overlap: bool = False,
+    what: str = "the evaluation data",
+) -> Overlap:
+    """Refuse (ContaminationError) when any of `rows` (verl rows) has a prompt `model_dir`
+    trained on, unless `allow_overlap`; either way say which rows overlap."""
+    lineage = read_lineage(model_dir)
+    if lineage is None:
+        return Overlap(checked=False, rows=len(rows))
+    hashes = [row_prompt_hash(mode, row) for row in rows]
+    overlapping = [i for i, h in enumerate(hashes) if h in lineage.prompt_hashes]
+    overlap = Overlap(
+        checked=True,
+        rows=len(rows),
+        overlapping=overlapping,
+        examples=[_example(rows[i], i, hashes[i]) for i in overlapping[:SHOWN]],
+        trained_on=[str(s.get("data")) for s in lineage.stages],
+    )
+    if overlapping and not allow_overlap:
+        raise ContaminationError(_message(overlap, model_dir, what))
+    return overlap
+
+
+def _example(row: Mapping[str, Any], position: int, prompt_hash: str) -> dict[str, Any]:
+    extra = row.get("extra_info") if isinstance(row.get("extra_info"), Mapping) else {}
+    users = [m.get("content", "") for m in row.get("prompt") or [] if m.get("role") == "user"]
+    text = " ".join(str(users[-1]).split()) if users else ""
+    return {
+        "row": position,
+        "prompt_hash": prompt_hash,
+        "source_file": (extra or {}).get("source_file"),
+        "source_row": (extra or {}).get("source_row"),
+        "prompt_start": _query_start(text),
+    }
+
+
+def _query_start(text: str, chars: int = 80) -> str:
+    """The start of the user's query, past the judge template's fixed preamble when present."""
+    for marker in ("# Query ", "Source text: ```"):
+        if marker in text:
+            text = text.split(marker, 1)[1]
+            break
+    return text[:chars] + ("…" if len(text) > chars else "")
+
+
+def _message(overlap: Overlap, model_dir: str | Path, what: str) -> str:
+    n, total = len(overlap.overlapping), overlap.rows
+    lines = [
+        f"{n} of {total} rows of {what} have a prompt that {model_dir} trained on "
+        f"(its lineage: {', '.join(overlap.trained_on) or 'unknown'}); scoring them would "
+        "overstate the judge. First ones:"
+    ]
+    lines += [
+        f"  row {e['row']} (prompt {e['prompt_hash']}"
+        + (f", {e['source_file']} row {e['source_row']}" if e.get("source_file") else "")
+        + f"): {e['prompt_start']}"
+        for e in overlap.examples
+    ]
+    lines.append(
+        "Evaluate on held-out data, or score them anyway with --allow-overlap "
+        "(pipelines: --set evaluation.allow_overlap=true); the overlap is then reported."
+    )
+    return "\n".join(lines)
