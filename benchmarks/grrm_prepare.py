@@ -8,7 +8,8 @@ the RSS after imports is reported too, to separate library size from working mem
 baseline is the straightforward implementation (the GRRM reference scripts' shape): read the
 whole file with pandas, loop with `iterrows`, build one dict per output row, then
 `pd.DataFrame(rows).to_parquet`. It reuses judgeflow's `augmentation_plan` only so that both
-make the same random choices; the outputs are then compared row by row.
+make the same random choices, and `grrm_prompt_hash` (once per group) because the prompt hash is
+a definition, not an implementation; the outputs are then compared row by row.
 """
 
 from __future__ import annotations
@@ -133,6 +134,7 @@ def baseline(kind: str, input_path: str, output_path: str, m: int, k: int, seed:
 
     from judgeflow.data.grrm import augmentation_plan
     from judgeflow.data.grrm.augment import _group_rng
+    from judgeflow.data.prompt_hashes import grrm_prompt_hash
 
     df = pd.read_parquet(input_path)
     items: list[dict[str, Any]] = []
@@ -142,6 +144,7 @@ def baseline(kind: str, input_path: str, output_path: str, m: int, k: int, seed:
         if len(mts) != len(scores) or not 2 <= len(mts) <= 8:
             raise ValueError(f"row {group_id}: bad group")
         src_lang, trg_lang = _base_lang(row["src_lang"]), _base_lang(row["trg_lang"])
+        prompt_hash = grrm_prompt_hash(row["src_text"])
         if kind == "sft":
             prompt = _base_prompt(src_lang, trg_lang, row["src_text"], mts)
             items.append(
@@ -151,6 +154,7 @@ def baseline(kind: str, input_path: str, output_path: str, m: int, k: int, seed:
                         {"role": "assistant", "content": _base_response(row["analysis"], scores)},
                     ],
                     "group_id": group_id,
+                    "prompt_hash": prompt_hash,
                 }
             )
             continue
@@ -177,6 +181,7 @@ def baseline(kind: str, input_path: str, output_path: str, m: int, k: int, seed:
                         "augmentation": kind_name,
                         "src_lang": row["src_lang"],
                         "trg_lang": row["trg_lang"],
+                        "prompt_hash": prompt_hash,
                     },
                 }
             )

@@ -40,7 +40,8 @@ def test_prepare_judge_pairwise_writes_train_val_and_report(
     output, report = _prepare_pairwise(out, tiny_model, longest - 1)
     train, val = pq.read_table(out), pq.read_table(tmp_path / "pair.val.parquet")
     assert train.num_rows == report["counts"]["examples_written"]["train"]
-    assert val.num_rows == report["counts"]["examples_written"]["val"]
+    assert val.num_rows == report["counts"]["rows_written"]["val"]  # both A/B orders
+    assert val.num_rows == 2 * report["counts"]["examples_written"]["val"]
     assert report["dropped"]["by_reason"]["tie"] > 0  # the RewardBench2 sample has Ties rows
     assert report["dropped"]["by_reason"]["prompt_too_long"] >= 1  # the longest no longer fits
     assert report["prompt_tokens"]["max"] < longest

@@ -1,4 +1,7 @@
-"""prepare_judge: verl rows, splits, position balancing, length filter, report, atomic writes."""
+"""prepare_judge: verl rows, splits, position balancing, length filter, report, atomic writes.
+
+Both A/B orders of pairwise validation data, prompt hashes and the duplicates report are in
+`test_data_prepare_decontamination.py`."""
 
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from judgeflow.data import (
     render_pairwise,
     render_pointwise,
 )
+from judgeflow.data.prompt_hashes import judge_prompt_hash
 from judgeflow.samples import sample_path
 
 
@@ -63,6 +67,7 @@ def test_pointwise_rows_have_verl_shape(write_jsonl: Callable[..., Path], tmp_pa
         "extra_info": {
             "split": "train",
             "index": 0,
+            "pair": None,  # pointwise: no A/B pair
             "source_file": str(src),
             "source_row": 0,
             "source_id": None,
@@ -71,6 +76,7 @@ def test_pointwise_rows_have_verl_shape(write_jsonl: Callable[..., Path], tmp_pa
             "rejected_index": None,
             "swapped": False,
             "label": 3,
+            "prompt_hash": judge_prompt_hash("What is 2 + 2?", ["4"]),
         },
     }
     assert rows[1]["extra_info"]["index"] == 1
@@ -240,8 +246,9 @@ def test_balance_positions_is_deterministic_and_per_split(
             "pairwise", src, tmp_path / name, balance_positions=True, val_fraction=0.25, seed=seed
         )
         assert res.val_path is not None
-        val = _rows(res.val_path)
-        assert sum(r["extra_info"]["swapped"] for r in val) == len(val) // 2
+        val = _rows(res.val_path)  # both orders: balanced by construction, not by sampling
+        assert [r["extra_info"]["swapped"] for r in val] == [False, True] * (len(val) // 2)
+        assert res.report["splits"]["val"]["swapped"] == len(val) // 2 == 10
         train = _rows(res.train_path)
         return [r["extra_info"]["source_row"] for r in train if r["extra_info"]["swapped"]], len(
             train
@@ -408,6 +415,7 @@ def test_report_schema_and_invariant(write_jsonl: Callable[..., Path], tmp_path:
         "examples_built": 10,
         "examples_dropped": {"prompt_too_long": 0},
         "examples_written": {"train": 8, "val": 2},
+        "rows_written": {"train": 8, "val": 2},
     }
     assert report["dropped"]["by_reason"] == {"tie": 0, "invalid": 2, "prompt_too_long": 0}
     listed = report["dropped"]["listed"]
@@ -557,7 +565,7 @@ def test_verl_rlhf_dataset_loads_prepared_files(
     dataset = RLHFDataset(
         data_files=[result.train_path, result.val_path], tokenizer=tiny_tokenizer, config=config
     )
-    written = result.report["counts"]["examples_written"]
+    written = result.report["counts"]["rows_written"]  # pairwise val: both orders, 2 per example
     assert len(dataset) == written["train"] + written["val"]  # verl's own length filter agrees
     item = dataset[0]
     first = _rows(result.train_path)[0]

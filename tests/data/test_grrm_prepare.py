@@ -32,6 +32,7 @@ from judgeflow.data.grrm_template import (
     render_grrm_target,
     scores_line,
 )
+from judgeflow.data.prompt_hashes import grrm_prompt_hash
 from judgeflow.rewards.grrm import compute_score
 
 GROUP_1 = {
@@ -141,6 +142,7 @@ def test_sft_rows_are_byte_exact(tmp_path: Path) -> None:
                 {"role": "assistant", "content": TARGET_1},
             ],
             "group_id": 0,
+            "prompt_hash": grrm_prompt_hash("Der Hund {bellt}."),
         },
         {
             "messages": [
@@ -148,6 +150,7 @@ def test_sft_rows_are_byte_exact(tmp_path: Path) -> None:
                 {"role": "assistant", "content": TARGET_2},
             ],
             "group_id": 1,
+            "prompt_hash": grrm_prompt_hash("你好"),
         },
     ]
 
@@ -237,7 +240,8 @@ def test_rl_original_row_is_byte_exact(tmp_path: Path) -> None:
             "reward_model": {"style": "rule", "ground_truth": '{"A": 8, "B": 8, "C": 3}'},
             "extra_info": {"split": "val", "index": 0, "group_id": 0,
                            "candidate_indices": [0, 1, 2], "augmentation": "original",
-                           "src_lang": "de", "trg_lang": "English"},
+                           "src_lang": "de", "trg_lang": "English",
+                           "prompt_hash": grrm_prompt_hash("Der Hund {bellt}.")},
         },
         {
             "data_source": "tb",
@@ -246,7 +250,8 @@ def test_rl_original_row_is_byte_exact(tmp_path: Path) -> None:
             "reward_model": {"style": "rule", "ground_truth": '{"A": 5, "B": 9}'},
             "extra_info": {"split": "val", "index": 1, "group_id": 1,
                            "candidate_indices": [0, 1], "augmentation": "original",
-                           "src_lang": "zh", "trg_lang": "en"},
+                           "src_lang": "zh", "trg_lang": "en",
+                           "prompt_hash": grrm_prompt_hash("你好")},
         },
     ]  # fmt: skip
 
@@ -695,7 +700,8 @@ def test_long_texts_are_written_plain_and_short_strings_with_a_dictionary(tmp_pa
                   "reward_model.ground_truth"}  # fmt: skip
     short_strings = {"messages.list.element.role", "prompt.list.element.role", "data_source",
                      "ability", "reward_model.style", "extra_info.split",
-                     "extra_info.augmentation", "extra_info.src_lang", "extra_info.trg_lang"}  # fmt: skip
+                     "extra_info.augmentation", "extra_info.src_lang", "extra_info.trg_lang",
+                     "prompt_hash", "extra_info.prompt_hash"}  # fmt: skip
     seen = set()
     for path in outputs.values():
         group0 = pq.ParquetFile(path).metadata.row_group(0)
@@ -710,3 +716,86 @@ def test_long_texts_are_written_plain_and_short_strings_with_a_dictionary(tmp_pa
                 assert column.is_stats_set, name
                 assert dictionary == (name in short_strings), name
     assert long_texts | short_strings <= seen
+
+
+# ---------------------------------------------------------------------------- prompt hashes
+
+
+def test_every_augmented_row_carries_its_groups_prompt_hash(tmp_path: Path) -> None:
+    groups = [group(5, seed=1), group(3, seed=2), group(2, seed=3)]
+    source = write_parquet(tmp_path / "in.parquet", groups)
+    result = prepare_grrm_rl(
+        source, tmp_path / "rl.parquet", subgroup_augment=3, shuffle_augment=2, seed=4
+    )
+    rows = read_rows(result.output_path)
+    by_group: dict[int, set[str]] = defaultdict(set)
+    for row in rows:
+        by_group[row["extra_info"]["group_id"]].add(row["extra_info"]["prompt_hash"])
+    assert by_group == {i: {grrm_prompt_hash(g["src_text"])} for i, g in enumerate(groups)}
+    assert len(rows) > 3 * len(groups)  # augmented: several rows share each hash
+    sft = read_rows(prepare_grrm_sft(source, tmp_path / "sft.parquet").output_path)
+    assert [r["prompt_hash"] for r in sft] == [grrm_prompt_hash(g["src_text"]) for g in groups]
+
+
+def test_the_batch_hasher_is_grrm_prompt_hash() -> None:
+    from judgeflow.data.prompt_hashes import grrm_prompt_hashes
+
+    texts = [
+        "Der Hund {bellt}.", "  der HUND\t{bellt}. ", "Plain ASCII, Mixed Case.", "two  spaces",
+        " lead", "trail ", "line\nbreak", "x\x1cy", "x\x0by", "\x7fcontrol\x00", "", " ",
+        "ﬁne", "你好", "a\u2003b", "A\u00a0B", "\u00a8x", "Straße", "ÅNGSTRÖM",
+    ]  # fmt: skip
+    hashes = grrm_prompt_hashes(pa.array(texts, pa.string()))
+    assert hashes == [grrm_prompt_hash(t) for t in texts]
+    assert hashes[0] == hashes[1] and hashes[10] == hashes[11]
+    rng = random.Random(5)  # and random texts over every kind of character the fast path skips
+    alphabet = "aZ .,{" + "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x00" + UNUSUAL_WHITESPACE + "ﬁ¨ßÄ你"
+    texts = ["".join(rng.choices(alphabet, k=rng.randint(0, 12))) for _ in range(3000)]
+    texts += ["".join(rng.choices("aZ .", k=rng.randint(0, 12))) for _ in range(3000)]
+    assert grrm_prompt_hashes(pa.array(texts)) == [grrm_prompt_hash(t) for t in texts]
+
+
+def test_report_counts_duplicated_groups_not_their_augmented_rows(tmp_path: Path) -> None:
+    planted = {**group(4, seed=9), "src_text": "  SOURCE 1\n"}  # group(…, seed=1)'s, re-spaced
+    rows_in = [group(3, seed=0), group(4, seed=1), group(2, seed=2), planted]
+    source = write_parquet(tmp_path / "in.parquet", rows_in)
+    for kind, result in (
+        ("rl", prepare_grrm_rl(source, tmp_path / "rl.parquet", shuffle_augment=3, split="val")),
+        ("sft", prepare_grrm_sft(source, tmp_path / "sft.parquet")),
+    ):
+        split = "val" if kind == "rl" else "train"
+        assert result.report["duplicates"] == {
+            "listed_limit": 10,
+            "within": {
+                split: {
+                    "unit": "group",
+                    "units": 4,
+                    "count": 2,
+                    "prompts": 1,
+                    "listed": [
+                        {
+                            "prompt_hash": grrm_prompt_hash("source 1"),
+                            "n": 2,
+                            "occurrences": [
+                                {"file": str(source), "row": 1},
+                                {"file": str(source), "row": 3},
+                            ],
+                        }
+                    ],
+                }
+            },
+            "across": {},
+        }, kind
+
+
+def test_prompt_units_read_back_one_per_group(tmp_path: Path) -> None:
+    from judgeflow.data.grrm import grrm_prompt_units
+
+    groups = [group(4, seed=1), group(3, seed=2)]
+    source = write_parquet(tmp_path / "in.parquet", groups)
+    rl = prepare_grrm_rl(source, tmp_path / "rl.parquet", subgroup_augment=2, shuffle_augment=2)
+    sft = prepare_grrm_sft(source, tmp_path / "sft.parquet")
+    for path in (rl.output_path, sft.output_path):
+        units = grrm_prompt_units(path, str(source))
+        assert list(units.hashes) == [grrm_prompt_hash(g["src_text"]) for g in groups]
+        assert units.locate(1) == {"file": str(source), "row": 1}

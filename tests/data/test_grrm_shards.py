@@ -140,3 +140,17 @@ def test_plan_checks_its_arguments(tmp_path: Path) -> None:
         plan_grrm_rl_shards(source, tmp_path / "x.parquet", 2, batch_size=0)
     with pytest.raises(TypeError):
         plan_grrm_rl_shards(source, tmp_path / "x.parquet", 2, no_such_option=1)
+
+
+def test_duplicates_spanning_shards_are_reported_as_by_a_single_run(tmp_path: Path) -> None:
+    rows = groups(90, seed=2)
+    rows[80]["src_text"] = "  QUELLE 3 ✓ "  # row 3's prompt, in the last shard
+    rows[40]["src_text"] = rows[41]["src_text"]
+    source = write_parquet(tmp_path / "in.parquet", rows, row_group_size=30)
+    report = assert_same_run(tmp_path, source, 3, batch_size=10, **AUGMENTED)
+    within = report["duplicates"]["within"]["train"]
+    assert (within["units"], within["count"], within["prompts"]) == (90, 4, 2)
+    assert [[o["row"] for o in item["occurrences"]] for item in within["listed"]] == [
+        [3, 80],
+        [40, 41],
+    ]

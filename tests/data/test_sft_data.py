@@ -1,4 +1,5 @@
-"""Judge SFT data: `messages` rows validated into one parquet, bad rows named, nothing silent."""
+"""Judge SFT data: `messages` rows validated into one parquet, bad rows named, nothing silent;
+every row carries its prompt hash."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from judgeflow.data import DataError, DataValidationError
+from judgeflow.data import DataError, DataValidationError, render_pointwise
+from judgeflow.data.prompt_hashes import chat_prompt_hash, judge_prompt_hash, text_prompt_hash
 from judgeflow.data.sft import prepare_sft_messages
+from judgeflow.data.templates import parse_pairwise
 from judgeflow.samples import sample_path
 
 GOOD = {
@@ -77,3 +80,37 @@ def test_no_usable_row_is_an_error_not_an_empty_file(
 ) -> None:
     with pytest.raises(DataError, match="no usable SFT rows"):
         prepare_sft_messages([write_jsonl([{"messages": []}])], tmp_path / "o.parquet", skip_invalid=True)  # fmt: skip
+
+
+def test_every_row_carries_its_prompt_hash_and_the_report_its_duplicates(
+    write_jsonl: Callable[..., Path], tmp_path: Path
+) -> None:
+    judge = [
+        {"role": "user", "content": render_pointwise("What is 2 + 2?", "Four.")},
+        {"role": "assistant", "content": "<think>ok</think><score>4</score>"},
+    ]
+    again = [  # the same judge prompt up to case and spacing, another verdict
+        {"role": "user", "content": render_pointwise("what is 2 +  2?", "FOUR.")},
+        {"role": "assistant", "content": "<think>hm</think><score>3</score>"},
+    ]
+    src = write_jsonl([{"messages": judge}, GOOD, {"messages": again}])
+    result = prepare_sft_messages([src], tmp_path / "sft.parquet")
+    rows = pq.read_table(tmp_path / "sft.parquet").to_pylist()
+    digest = judge_prompt_hash("What is 2 + 2?", ["Four."])
+    assert [r["prompt_hash"] for r in rows] == [digest, chat_prompt_hash(GOOD["messages"]), digest]
+    assert rows[1]["prompt_hash"] == text_prompt_hash("Rate this.")  # not a judge template
+    within = result.report["duplicates"]["within"]["train"]
+    assert (within["unit"], within["count"], within["prompts"]) == ("row", 2, 1)
+    assert within["listed"][0]["occurrences"] == [
+        {"file": str(src), "row": 0, "index": 0},
+        {"file": str(src), "row": 2, "index": 2},
+    ]
+
+
+def test_the_demo_sft_rows_hash_to_their_judge_prompts(tmp_path: Path) -> None:
+    out = tmp_path / "sft.parquet"
+    prepare_sft_messages([sample_path("tinyjudge_pairwise_sft.jsonl")], out)
+    for row in pq.read_table(out).to_pylist()[:10]:
+        parsed = parse_pairwise(row["messages"][0]["content"])
+        assert parsed is not None
+        assert row["prompt_hash"] == judge_prompt_hash(parsed[0], parsed[1:])

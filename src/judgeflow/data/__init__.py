@@ -4,6 +4,7 @@ The public API is re-exported here; the work lives in the private-by-convention 
 (`readers`, `prepare`, `templates`, ...). Nothing here imports mlflow, ray or prefect.
 """
 
+from judgeflow.data.duplicates import PromptUnits, prompt_duplicates
 from judgeflow.data.errors import (
     DataError,
     DataFileNotFoundError,
@@ -21,6 +22,7 @@ from judgeflow.data.examples import (
 from judgeflow.data.grrm import (
     GrrmPrepareResult,
     augmentation_plan,
+    grrm_prompt_units,
     grrm_sft_example,
     prepare_grrm_rl,
     prepare_grrm_sft,
@@ -35,6 +37,7 @@ from judgeflow.data.grrm_template import (
 from judgeflow.data.io import atomic_write_bytes, atomic_write_text, sha256_file
 from judgeflow.data.prepare import (
     PrepareResult,
+    judge_prompt_units,
     output_paths,
     prepare_judge,
     prompt_lengths,
@@ -87,6 +90,7 @@ __all__ = [
     "PointwiseExample",
     "Preference",
     "PrepareResult",
+    "PromptUnits",
     "ReadResult",
     "RowIssue",
     "SourceFormat",
@@ -95,8 +99,10 @@ __all__ = [
     "augmentation_plan",
     "detect_format",
     "ground_truth_json",
+    "grrm_prompt_units",
     "grrm_sft_example",
     "iter_records",
+    "judge_prompt_units",
     "merge_grrm_rl_shards",
     "output_paths",
     "plan_grrm_rl_shards",
@@ -105,6 +111,7 @@ __all__ = [
     "prepare_grrm_rl_sharded",
     "prepare_grrm_sft",
     "prepare_judge",
+    "prompt_duplicates",
     "prompt_lengths",
     "read_examples",
     "render_grrm_prompt",

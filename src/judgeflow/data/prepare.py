@@ -9,6 +9,13 @@ belongs together.
 
 Order of work: read + validate -> length filter -> split -> position balancing -> write. Nothing
 is dropped silently: every source row is written or listed in the report with a reason.
+
+Pairwise validation data holds both A/B orders: each example becomes two consecutive rows, its
+own order (`swapped` false) then swapped (preference flipped), sharing `extra_info.pair`, so
+evaluation can measure swap consistency and position bias. That is the `val_fraction` split,
+and with `both_orders=True` the output file itself (a separate validation source). Every row
+carries `extra_info.prompt_hash` (`judge_prompt_hash`: the same for both orders), which the
+report's `duplicates` section and evaluation's decontamination use.
 """
 
 from __future__ import annotations
@@ -24,11 +31,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 import judgeflow
+from judgeflow.data.duplicates import PromptUnits, prompt_duplicates
 from judgeflow.data.errors import DataError
 from judgeflow.data.examples import MODES, Example, Mode, PairwiseExample, PointwiseExample
-from judgeflow.data.io import PathLike, atomic_write_many, exists, parquet_bytes, remove
+from judgeflow.data.io import (
+    PathLike,
+    atomic_write_many,
+    exists,
+    open_binary,
+    parquet_bytes,
+    remove,
+)
+from judgeflow.data.prompt_hashes import judge_prompt_hash, normalise
 from judgeflow.data.readers import DroppedRow, InputFormat, ReadResult, read_examples
 from judgeflow.data.templates import render_pairwise, render_pointwise
 
@@ -77,6 +94,7 @@ def _schema(mode: Mode) -> pa.Schema:
         [
             ("split", pa.string()),
             ("index", pa.int64()),
+            ("pair", pa.int64()),  # pairwise: the A/B twins of a both-orders split share it
             ("source_file", pa.string()),
             ("source_row", pa.int64()),
             ("source_id", pa.string()),
@@ -85,6 +103,7 @@ def _schema(mode: Mode) -> pa.Schema:
             ("rejected_index", pa.int64()),
             ("swapped", pa.bool_()),
             ("label", label),
+            ("prompt_hash", pa.string()),
         ]
     )
     return pa.schema(
@@ -107,8 +126,17 @@ def render_messages(example: Example) -> list[dict[str, str]]:
     return [{"role": "user", "content": content}]
 
 
-def to_verl_row(example: Example, split: str, index: int, swapped: bool = False) -> dict[str, Any]:
-    """One verl RL row (see DESIGN "verl row format")."""
+def example_prompt_hash(example: Example) -> str:
+    """The prompt hash of an example: its query and response(s), whatever their order."""
+    if isinstance(example, PointwiseExample):
+        return judge_prompt_hash(example.query, [example.response])
+    return judge_prompt_hash(example.query, [example.response_a, example.response_b])
+
+
+def to_verl_row(
+    example: Example, split: str, index: int, swapped: bool = False, pair: int | None = None
+) -> dict[str, Any]:
+    """One verl RL row (see DESIGN "verl row format"); `pair` is None in pointwise rows."""
     origin = example.origin
     truth: dict[str, Any]
     label: int | str
@@ -125,6 +153,7 @@ def to_verl_row(example: Example, split: str, index: int, swapped: bool = False)
         "extra_info": {
             "split": split,
             "index": index,
+            "pair": pair,
             "source_file": origin.file,
             "source_row": origin.row,
             "source_id": origin.id,
@@ -133,6 +162,7 @@ def to_verl_row(example: Example, split: str, index: int, swapped: bool = False)
             "rejected_index": origin.rejected_index,
             "swapped": swapped,
             "label": label,
+            "prompt_hash": example_prompt_hash(example),
         },
     }
 
@@ -181,8 +211,9 @@ def _length_filter(
 ) -> tuple[list[Example], list[DroppedRow], list[int]]:
     """Drop examples whose prompt exceeds `max_prompt_length` tokens.
 
-    With position balancing a pairwise example may be written in either order, so both orders
-    are measured and the longer one decides; the limit then holds whichever way it is written.
+    With `both_orders` (position balancing, or a split written in both A/B orders) a pairwise
+    example may be written in either order, or both, so both are measured and the longer one
+    decides; the limit then holds whichever way it is written.
     """
     convs = [render_messages(ex) for ex in examples]
     lengths = prompt_lengths(tokenizer, convs, chat_template_kwargs=chat_template_kwargs)
@@ -222,28 +253,87 @@ def _length_filter(
 def split_val(examples: Sequence[Example], val_fraction: float, seed: int) -> list[bool]:
     """Per example, True if it goes to validation.
 
-    The unit is the query: examples sharing a query text (RewardBench2 expands one prompt into
-    several) stay together, so validation never sees a prompt trained on. Queries are shuffled
-    with `random.Random(seed)` and the first `floor(F * Q + 0.5)` go to val (at least 1 and at
-    most Q - 1 when F > 0). Both splits keep the input order.
+    The unit is the query after `prompt_hashes.normalise` (case, spacing, Unicode forms): examples
+    sharing it stay together (RewardBench2 expands one prompt into several, and a query that
+    differs only in case or spacing is the same prompt to decontamination), so validation never
+    sees a prompt trained on. Normalised queries, in order of first appearance, are shuffled with
+    `random.Random(seed)` and the first `floor(F * Q + 0.5)` go to val (at least 1 and at most
+    Q - 1 when F > 0). Both splits keep the input order. Queries that are distinct after
+    normalisation split exactly as they would by their raw text.
     """
     if val_fraction <= 0:
         return [False] * len(examples)
-    queries = list(dict.fromkeys(ex.query for ex in examples))
+    keys = [normalise(ex.query) for ex in examples]
+    queries = list(dict.fromkeys(keys))
     if len(queries) < 2:
         raise DataError(
-            f"val_fraction={val_fraction} needs at least 2 distinct queries after filtering, "
-            f"got {len(queries)}"
+            f"val_fraction={val_fraction} needs at least 2 distinct queries after filtering "
+            f"(equal up to case and spacing counts as one), got {len(queries)}"
         )
     n_val = min(max(1, math.floor(val_fraction * len(queries) + 0.5)), len(queries) - 1)
     random.Random(seed).shuffle(queries)
     val_queries = set(queries[:n_val])
-    return [ex.query in val_queries for ex in examples]
+    return [key in val_queries for key in keys]
 
 
 def balance_swaps(n: int, seed: int, split: str) -> set[int]:
     """Which of `n` rows to swap: exactly `n // 2`, chosen by a generator seeded per split."""
     return set(random.Random(f"judgeflow-balance:{seed}:{split}").sample(range(n), n // 2))
+
+
+def split_rows(
+    members: Sequence[Example], split: str, both_orders: bool, swaps: set[int]
+) -> list[dict[str, Any]]:
+    """The verl rows of one split.
+
+    One order: one row per example, A/B swapped for the positions in `swaps`, `pair` = index.
+    Both orders (pairwise): two consecutive rows per example, its own order then swapped, both
+    with `pair` = the example's position; `index` stays the row's position in the split.
+    """
+    rows: list[dict[str, Any]] = []
+    for position, example in enumerate(members):
+        if not isinstance(example, PairwiseExample):
+            rows.append(to_verl_row(example, split, position))
+        elif both_orders:
+            rows.append(to_verl_row(example, split, len(rows), False, position))
+            rows.append(to_verl_row(example.swapped(), split, len(rows), True, position))
+        elif position in swaps:
+            rows.append(to_verl_row(example.swapped(), split, position, True, position))
+        else:
+            rows.append(to_verl_row(example, split, position, False, position))
+    return rows
+
+
+# --------------------------------------------------------------------------- prompt units
+
+
+def _units(extras: Sequence[dict[str, Any]]) -> PromptUnits:
+    """One unit per pair (its first row; pointwise: per row) from rows' `extra_info`."""
+    kept: list[dict[str, Any]] = []
+    pairs: set[int] = set()
+    for extra in extras:
+        pair = extra.get("pair")
+        if pair is not None:
+            if pair in pairs:
+                continue
+            pairs.add(pair)
+        kept.append(extra)
+
+    def where(i: int) -> dict[str, Any]:
+        extra = kept[i]
+        return {"file": extra["source_file"], "row": extra["source_row"], "index": extra["index"]}
+
+    return PromptUnits("pair" if pairs else "row", [e["prompt_hash"] for e in kept], where)
+
+
+def judge_prompt_units(path: PathLike) -> PromptUnits:
+    """The prompt units of a file `prepare_judge` wrote (for duplicates across two
+    preparations, e.g. a `data.val_source` against the training source)."""
+    with open_binary(os.fspath(path)) as handle:
+        extras = pq.read_table(handle, columns=["extra_info"]).column("extra_info").to_pylist()
+    if extras and "prompt_hash" not in extras[0]:
+        raise DataError(f"{os.fspath(path)}: no extra_info.prompt_hash; prepare it again")
+    return _units(extras)
 
 
 # --------------------------------------------------------------------------- report
@@ -259,6 +349,7 @@ def _check_params(
     mode: str,
     val_fraction: float,
     balance_positions: bool,
+    both_orders: bool,
     tokenizer: Any,
     max_prompt_length: int | None,
 ) -> None:
@@ -268,6 +359,16 @@ def _check_params(
         raise DataError(f"val_fraction must be in [0, 1), got {val_fraction!r}")
     if balance_positions and mode != "pairwise":
         raise DataError("balance_positions only applies to pairwise mode")
+    if both_orders:
+        if mode != "pairwise":
+            raise DataError("both_orders only applies to pairwise mode")
+        if val_fraction > 0:
+            raise DataError(
+                "both_orders writes the whole output for evaluation; with val_fraction > 0 "
+                "the validation split is written in both orders already"
+            )
+        if balance_positions:
+            raise DataError("balance_positions does not apply to both_orders (balanced already)")
     if max_prompt_length is not None:
         if isinstance(max_prompt_length, bool) or not isinstance(max_prompt_length, int):
             raise DataError(f"max_prompt_length must be an integer, got {max_prompt_length!r}")
@@ -292,6 +393,7 @@ def prepare_judge(
     *,
     val_fraction: float = 0.0,
     balance_positions: bool = False,
+    both_orders: bool = False,
     seed: int = 0,
     tokenizer: Any = None,
     max_prompt_length: int | None = None,
@@ -305,10 +407,13 @@ def prepare_judge(
 
     `tokenizer` (a path or a loaded HF tokenizer) enables prompt-length statistics, and with
     `max_prompt_length` drops prompts longer than that many tokens (reason `prompt_too_long`).
-    `balance_positions` (pairwise) swaps A and B in exactly `n // 2` rows of each split.
+    Pairwise: the `val_fraction` split is written in both A/B orders (two rows per example);
+    `balance_positions` swaps A and B in exactly `n // 2` rows of every one-order split;
+    `both_orders` writes the output file itself in both orders, for data that is only evaluated
+    on (a separate validation source prepared with `val_fraction=0`).
     `chat_template_kwargs` must match verl's `data.apply_chat_template_kwargs` if you set any.
     """
-    _check_params(mode, val_fraction, balance_positions, tokenizer, max_prompt_length)
+    _check_params(mode, val_fraction, balance_positions, both_orders, tokenizer, max_prompt_length)
     train_path, val_path, report_path = output_paths(output)
     read = read_examples(
         mode,
@@ -323,8 +428,9 @@ def prepare_judge(
     lengths: list[int] | None = None
     tok = load_tokenizer(tokenizer) if tokenizer is not None else None
     if tok is not None and examples:
+        measure_both = mode == "pairwise" and (balance_positions or both_orders or val_fraction > 0)
         examples, length_drops, lengths = _length_filter(
-            examples, tok, max_prompt_length, balance_positions, chat_template_kwargs
+            examples, tok, max_prompt_length, measure_both, chat_template_kwargs
         )
     if not examples:
         raise DataError(_nothing_left_message(read, length_drops))
@@ -335,25 +441,27 @@ def prepare_judge(
         "val": [ex for ex, v in zip(examples, in_val, strict=True) if v],
     }
     split_reports: dict[str, Any] = {}
+    units: dict[str, PromptUnits] = {}
     payloads: list[tuple[str, bytes]] = []
     for split, members in splits.items():
         if split == "val" and val_fraction <= 0:
             continue
-        swaps = balance_swaps(len(members), seed, split) if balance_positions else set()
-        rows = []
-        for index, example in enumerate(members):
-            swapped = index in swaps
-            if swapped and isinstance(example, PairwiseExample):
-                example = example.swapped()
-            rows.append(to_verl_row(example, split, index, swapped))
+        twins = mode == "pairwise" and (split == "val" or both_orders)
+        swaps = (
+            balance_swaps(len(members), seed, split) if balance_positions and not twins else set()
+        )
+        rows = split_rows(members, split, twins, swaps)
         path = train_path if split == "train" else val_path
         payloads.append((path, parquet_bytes(pa.Table.from_pylist(rows, schema=_schema(mode)))))
+        units[split] = _units([r["extra_info"] for r in rows])
         split_reports[split] = {
             "path": path,
             "rows": len(rows),
+            "pairs": len(members) if mode == "pairwise" else None,
+            "both_orders": twins,
             "queries": len({ex.query for ex in members}),
             "labels": _label_histogram(mode, [r["extra_info"]["label"] for r in rows]),
-            "swapped": len(swaps),
+            "swapped": sum(r["extra_info"]["swapped"] for r in rows),
             "sha256": hashlib.sha256(payloads[-1][1]).hexdigest(),
         }
     stale_val = "val" not in split_reports and exists(val_path)
@@ -378,6 +486,7 @@ def prepare_judge(
         "parameters": {
             "val_fraction": val_fraction,
             "balance_positions": balance_positions,
+            "both_orders": both_orders,
             "seed": seed,
             "tokenizer": _tokenizer_name(tokenizer),
             "max_prompt_length": max_prompt_length,
@@ -393,7 +502,8 @@ def prepare_judge(
             "rows_used": read.rows_used,
             "examples_built": len(read.examples),
             "examples_dropped": {"prompt_too_long": by_reason["prompt_too_long"]},
-            "examples_written": {s: r["rows"] for s, r in split_reports.items()},
+            "examples_written": {s: len(splits[s]) for s in split_reports},
+            "rows_written": {s: r["rows"] for s, r in split_reports.items()},
         },
         "dropped": {
             "total": len(dropped),
@@ -402,6 +512,7 @@ def prepare_judge(
             "listed": [d.to_dict() for d in dropped[:MAX_LISTED_DROPS]],
         },
         "splits": {"train": split_reports["train"], "val": split_reports.get("val")},
+        "duplicates": prompt_duplicates(units),
         "prompt_tokens": None
         if lengths is None
         else {"min": min(lengths), "max": max(lengths), "mean": sum(lengths) / len(lengths)},

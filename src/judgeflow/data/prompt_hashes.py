@@ -18,12 +18,16 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from judgeflow.data.templates import parse_pairwise, parse_pointwise
 
 __all__ = [
     "HASH_CHARS",
     "chat_prompt_hash",
     "grrm_prompt_hash",
+    "grrm_prompt_hashes",
     "judge_prompt_hash",
     "normalise",
     "row_prompt_hash",
@@ -52,6 +56,32 @@ def judge_prompt_hash(query: str, responses: Sequence[str]) -> str:
 def grrm_prompt_hash(src_text: str) -> str:
     """A GRRM prompt: the source text being translated."""
     return _digest("grrm", [normalise(src_text)])
+
+
+#: Where an ASCII text is not already in `normalise`'s spacing: a whitespace character other
+#: than the space (Python's `str.split` splits on `\x1c`-`\x1f` too), two spaces, or a space
+#: at either end (RE2: `$` is the end of the text only).
+_IRREGULAR_ASCII_SPACING = r"[\t\n\x0b-\x0d\x1c-\x1f]|  |^ | $"
+
+
+def grrm_prompt_hashes(src_texts: pa.Array) -> list[str]:
+    """`grrm_prompt_hash` of every source text of a batch (an Arrow string array), the same
+    values: GRRM preparation hashes each group, and this is on its critical path.
+
+    An ASCII text with regular spacing (found with two Arrow kernels over the batch) is its own
+    NFKC form and only needs lower-casing; any other text is normalised in full.
+    """
+    plain = pc.and_(
+        pc.string_is_ascii(src_texts),
+        pc.invert(pc.match_substring_regex(src_texts, _IRREGULAR_ASCII_SPACING)),
+    ).to_numpy(zero_copy_only=False)
+    nfkc, sha256 = unicodedata.normalize, hashlib.sha256
+    hashes = []
+    for text, simple in zip(src_texts.to_numpy(zero_copy_only=False), plain, strict=True):
+        key = text.lower() if simple else " ".join(nfkc("NFKC", text).casefold().split())
+        digest = sha256(("grrm\x00" + key).encode("utf-8", "surrogatepass"))  # as _digest joins
+        hashes.append(digest.hexdigest()[:HASH_CHARS])
+    return hashes
 
 
 def text_prompt_hash(text: str) -> str:

@@ -2,8 +2,10 @@
 
 The judge recipes' optional warm start trains on conversations whose last turn is the judge's
 verdict. LLaMA-Factory reads the parquet written here (sharegpt `messages`, as the GRRM SFT
-file). Bad rows fail the run with file, row and field, or are dropped and counted with
-`skip_invalid`; nothing is dropped silently.
+file; it ignores the other columns). Each row also carries `prompt_hash` (`chat_prompt_hash`:
+the judge prompt's query and responses), so evaluation can leave out what the warm start
+trained on; the report counts duplicated prompts. Bad rows fail the run with file, row and
+field, or are dropped and counted with `skip_invalid`; nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -14,15 +16,20 @@ from typing import Any
 
 import pyarrow as pa
 
+from judgeflow.data.duplicates import PromptUnits, prompt_duplicates
 from judgeflow.data.errors import DataError, DataValidationError, RowIssue
 from judgeflow.data.io import PathLike, sha256_file, write_parquet_atomic
+from judgeflow.data.prompt_hashes import chat_prompt_hash
 from judgeflow.data.readers import iter_records
 
 __all__ = ["SftPrepareResult", "prepare_sft_messages"]
 
 _ROLES = ("system", "user", "assistant")
 _SCHEMA = pa.schema(
-    [("messages", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())])))]
+    [
+        ("messages", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+        ("prompt_hash", pa.string()),
+    ]
 )
 _LISTED = 50
 
@@ -34,6 +41,7 @@ class SftPrepareResult:
     rows_written: int
     sha256: str
     dropped: list[dict[str, Any]] = field(default_factory=list)  # the first 50 dropped rows
+    duplicates: dict[str, Any] = field(default_factory=dict)  # `prompt_duplicates`, split train
 
     @property
     def report(self) -> dict[str, Any]:
@@ -44,6 +52,7 @@ class SftPrepareResult:
                 "rows_dropped": self.rows_read - self.rows_written,
             },
             "dropped": self.dropped,
+            "duplicates": self.duplicates,
             "sha256": self.sha256,
         }
 
@@ -57,6 +66,7 @@ def prepare_sft_messages(
     system/user/assistant, non-empty string contents, a user turn, and an assistant turn last.
     """
     rows: list[dict[str, Any]] = []
+    origins: list[tuple[str, int]] = []
     issues: list[RowIssue] = []
     read = 0
     for path in inputs:
@@ -64,7 +74,9 @@ def prepare_sft_messages(
             read += 1
             issue = record if isinstance(record, RowIssue) else _check(str(path), row, record)
             if issue is None:
-                rows.append({"messages": _turns(record["messages"])})
+                messages = _turns(record["messages"])
+                rows.append({"messages": messages, "prompt_hash": chat_prompt_hash(messages)})
+                origins.append((str(path), row))
             else:
                 issues.append(issue)
     if issues and not skip_invalid:
@@ -76,12 +88,18 @@ def prepare_sft_messages(
             "assistant's turn"
         )
     write_parquet_atomic(pa.Table.from_pylist(rows, schema=_SCHEMA), output)
+    units = PromptUnits(
+        "row",
+        [r["prompt_hash"] for r in rows],
+        lambda i: {"file": origins[i][0], "row": origins[i][1], "index": i},
+    )
     return SftPrepareResult(
         output_path=str(output),
         rows_read=read,
         rows_written=len(rows),
         sha256=sha256_file(output),
         dropped=[{"reason": "invalid", **i.to_dict()} for i in issues[:_LISTED]],
+        duplicates=prompt_duplicates({"train": units}),
     )
 
 

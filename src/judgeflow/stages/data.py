@@ -59,7 +59,10 @@ def prepare_stage(
     """Validate and render the judge prompts into verl RL parquet (+ a validation split).
 
     With `val_manifest` (from `data.val_source`) the whole training source is trained on and
-    the validation rows are that source's, prepared the same way; `data.val_fraction` is unused.
+    the validation rows are that source's, prepared the same way (pairwise: in both A/B orders,
+    as a `val_fraction` split is); `data.val_fraction` is unused. The report then has the val
+    source's own report under `val_source`, and its prompts also in the training source under
+    `duplicates.across.val_source`.
     """
     from judgeflow.data import prepare_judge
 
@@ -75,27 +78,44 @@ def prepare_stage(
     manifest = local_manifest(cfg, manifest)
     val_manifest = local_manifest(cfg, val_manifest) if val_manifest else None
 
-    def run(m: Manifest, output: Path, val_fraction: float) -> Any:
+    def run(m: Manifest, output: Path, **overrides: Any) -> Any:
         return prepare_judge(
             mode,
             [str(p) for p in m.paths],
             str(output),
             tokenizer=tokenizer,
             max_prompt_length=cfg.data.max_prompt_length if tokenizer else None,
-            **{**params, "val_fraction": val_fraction},
+            **{**params, **overrides},
         )
 
     if val_manifest is None:
-        result = run(manifest, out_dir / f"{cfg.mode}.parquet", cfg.data.val_fraction)
+        result = run(manifest, out_dir / f"{cfg.mode}.parquet")
         val_file = str(result.val_path) if result.val_path else None
         report = result.report
     else:
-        result = run(manifest, out_dir / f"{cfg.mode}.parquet", 0.0)
-        val = run(val_manifest, out_dir / "val_source" / f"{cfg.mode}.parquet", 0.0)
-        val_file = str(val.train_path)
-        report = {**result.report, "val_source": {"source": val_manifest.source, **val.report}}
-        from judgeflow.data.io import atomic_write_text
+        from judgeflow.data import atomic_write_text, judge_prompt_units, prompt_duplicates
 
+        result = run(manifest, out_dir / f"{cfg.mode}.parquet", val_fraction=0.0)
+        val = run(  # evaluated on both A/B orders: balanced by construction
+            val_manifest,
+            out_dir / "val_source" / f"{cfg.mode}.parquet",
+            val_fraction=0.0,
+            both_orders=mode == "pairwise",
+            balance_positions=False,
+        )
+        val_file = str(val.train_path)
+        across = prompt_duplicates(
+            {
+                "train": judge_prompt_units(result.train_path),
+                "val_source": judge_prompt_units(val.train_path),
+            }
+        )["across"]
+        duplicates = {**result.report["duplicates"], "across": across}
+        report = {
+            **result.report,
+            "duplicates": duplicates,
+            "val_source": {"source": val_manifest.source, **val.report},
+        }
         atomic_write_text(
             result.report_path, json.dumps(report, indent=2, ensure_ascii=False) + "\n"
         )
@@ -212,7 +232,8 @@ def prepare_grrm_stage(
     val_manifest: Manifest | None = None,
 ) -> GrrmData:
     """SFT parquet and augmented RL parquet from the train split; plain RL rows from the test
-    split, or from `data.val_source` (`val_manifest`) when it is set.
+    split, or from `data.val_source` (`val_manifest`) when it is set. The test file's report
+    also counts its groups whose prompt is in the train file (`duplicates.across.test`).
 
     `rl_train` is the RL train preparation when it already ran elsewhere (sharded over Ray, see
     `flows/prepare_sharded.py`); it must be the file `grrm_rl_train_job` names.
@@ -236,6 +257,7 @@ def prepare_grrm_stage(
         str(train), str(out / "sft.parquet"), analysis_key=g.analysis_key, **columns
     )
     rl_test = prepare_grrm_rl(str(test), str(test_out / "rl_test.parquet"), split="test", **columns)
+    rl_test = _with_test_overlap(rl_test, rl_train)
     uri = _published(cfg, out, "prepared", out.name)
     return GrrmData(
         sft_file=uri(sft.output_path),
@@ -250,3 +272,21 @@ def prepare_grrm_stage(
             for name, result in (("sft", sft), ("rl_train", rl_train), ("rl_test", rl_test))
         },
     )
+
+
+def _with_test_overlap(
+    rl_test: GrrmPrepareResult, rl_train: GrrmPrepareResult
+) -> GrrmPrepareResult:
+    """`rl_test` with the test groups whose prompt is also in the train file added to its
+    report (`duplicates.across.test`), the report file rewritten atomically."""
+    from judgeflow.data import atomic_write_text, grrm_prompt_units, prompt_duplicates
+
+    across = prompt_duplicates(
+        {
+            name: grrm_prompt_units(result.output_path, result.report["input"]["path"])
+            for name, result in (("train", rl_train), ("test", rl_test))
+        }
+    )["across"]
+    report = {**rl_test.report, "duplicates": {**rl_test.report["duplicates"], "across": across}}
+    atomic_write_text(rl_test.report_path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    return replace(rl_test, report=report)

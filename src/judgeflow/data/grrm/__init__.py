@@ -23,6 +23,11 @@ language name and passes through unchanged. Output rows are not shuffled (the re
 the whole file; that needs it in memory): LLaMA-Factory's trainer and verl with
 `data.shuffle=True` shuffle anyway.
 
+Every SFT row carries `prompt_hash` and every RL row `extra_info.prompt_hash`: the group's
+`grrm_prompt_hash(src_text)`, computed once per group for a whole batch and shared by all its
+augmented orderings and subgroups. The report's `duplicates` counts groups whose prompt occurs
+more than once in the file (`judgeflow.data.duplicates`).
+
 The package by concern: `common` (names, schemas, row and batch types), `read`, `validate`
 (row-wise and column-wise, side by side), `render`, `augment`, `write`, `report`, and `prepare`
 (the two preparations).
@@ -39,6 +44,7 @@ from judgeflow.data.grrm.common import (
     GrrmPrepareResult,
 )
 from judgeflow.data.grrm.prepare import grrm_sft_example, prepare_grrm_rl, prepare_grrm_sft
+from judgeflow.data.grrm.report import grrm_prompt_units
 
 __all__ = [
     "AUGMENTATION_KINDS",
@@ -49,6 +55,7 @@ __all__ = [
     "SFT_SCHEMA",
     "GrrmPrepareResult",
     "augmentation_plan",
+    "grrm_prompt_units",
     "grrm_sft_example",
     "prepare_grrm_rl",
     "prepare_grrm_sft",

@@ -34,7 +34,9 @@ Kind = Literal["grrm-sft", "grrm-rl"]
 
 _MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])
 _MESSAGES = pa.list_(_MESSAGE)
-SFT_SCHEMA = pa.schema([("messages", _MESSAGES), ("group_id", pa.int64())])
+SFT_SCHEMA = pa.schema(
+    [("messages", _MESSAGES), ("group_id", pa.int64()), ("prompt_hash", pa.string())]
+)
 RL_SCHEMA = pa.schema(
     [
         ("data_source", pa.string()),
@@ -52,6 +54,7 @@ RL_SCHEMA = pa.schema(
                     ("augmentation", pa.string()),
                     ("src_lang", pa.string()),
                     ("trg_lang", pa.string()),
+                    ("prompt_hash", pa.string()),  # the group's: shared by its augmented rows
                 ]
             ),
         ),
@@ -115,6 +118,7 @@ class _Clean(NamedTuple):
     mt: pa.Array  # list<string>
     scores: pa.Array  # list<int64>
     analyses: pa.Array | None  # string: cleaned analysis per group (SFT)
+    prompt_hashes: pa.Array | None = None  # string: `grrm_prompt_hash` per group, set to render
 
 
 def _offsets(sizes: np.ndarray) -> np.ndarray:

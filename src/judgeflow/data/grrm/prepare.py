@@ -42,6 +42,7 @@ from judgeflow.data.grrm_template import (
 )
 from judgeflow.data.io import PathLike, exists
 from judgeflow.data.prepare import output_paths
+from judgeflow.data.prompt_hashes import grrm_prompt_hashes
 
 
 def _check_params(
@@ -108,6 +109,10 @@ def _prepared_tables(
         stats.rows_read += len(rows)
         stats.count(clean)
         if len(clean.group_ids) and (prep.skip_invalid or not stats.problems):
+            # One hash per group, for the whole batch; augmented rows take their group's.
+            hashes = grrm_prompt_hashes(clean.src)
+            clean = clean._replace(prompt_hashes=pa.array(hashes, pa.string()))
+            stats.add_prompts(clean.group_ids, hashes)
             table = prep.render(clean, stats.rows_written, stats.kinds)
             stats.rows_written += table.num_rows
             yield table

@@ -156,8 +156,15 @@ def _sft_table(clean: _Clean) -> pa.Table:
     order[1::2] = np.arange(n) + n
     contents = pc.take(pa.concat_arrays([prompts, targets]), pa.array(order))
     return pa.Table.from_arrays(
-        [_messages_array(contents, 2, ("user", "assistant")), clean.group_ids], schema=SFT_SCHEMA
+        [_messages_array(contents, 2, ("user", "assistant")), clean.group_ids, _hashes(clean)],
+        schema=SFT_SCHEMA,
     )
+
+
+def _hashes(clean: _Clean) -> pa.Array:
+    """The groups' prompt hashes, which `_prepared_tables` sets once per batch."""
+    assert clean.prompt_hashes is not None, "prompt hashes are set before rendering"
+    return clean.prompt_hashes
 
 
 @dataclass(frozen=True)
@@ -213,6 +220,7 @@ def _rl_table(
             pa.array(out_kind, pa.string()),
             pc.take(clean.src_lang, rows_of),
             pc.take(clean.trg_lang, rows_of),
+            pc.take(_hashes(clean), rows_of),
         ],
         fields=list(RL_SCHEMA.field("extra_info").type),
     )

@@ -1,16 +1,21 @@
-"""The data report: counts, drops by reason, the first problems, published after the data."""
+"""The data report: counts, drops by reason, the first problems and duplicated prompts,
+published after the data."""
 
 from __future__ import annotations
 
 import json
+from array import array
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 import judgeflow
+from judgeflow.data.duplicates import PromptUnits, prompt_duplicates
 from judgeflow.data.errors import (
     MAX_LISTED_ISSUES,
     DataError,
@@ -32,7 +37,7 @@ from judgeflow.data.grrm_template import (
     MAX_CANDIDATES,
     MIN_CANDIDATES,
 )
-from judgeflow.data.io import atomic_write_text
+from judgeflow.data.io import PathLike, atomic_write_text, open_binary
 from judgeflow.data.prepare import output_paths
 
 
@@ -50,6 +55,17 @@ class _Stats:
         self.candidates: Counter[int] = Counter()
         self.pairs: Counter[str] = Counter()
         self.kinds: Counter[str] = Counter()
+        # One entry per written group, for the duplicates: its prompt hash and input row (compact:
+        # a flat int64 array and short strings, so memory stays small as the input grows).
+        self.prompt_hashes: list[str] = []
+        self.prompt_rows: array[int] = array("q")
+
+    def add_prompts(self, group_ids: pa.Array, hashes: list[str]) -> None:
+        """Record the prompt hash of each group about to be written."""
+        self.prompt_hashes += hashes
+        self.prompt_rows.frombytes(
+            group_ids.to_numpy(zero_copy_only=False).astype(np.int64).tobytes()
+        )
 
     def count(self, clean: _Clean) -> None:
         """Histogram the valid groups of a batch (candidate counts, language pairs)."""
@@ -78,6 +94,8 @@ class _Stats:
             "candidates": {str(n): count for n, count in self.candidates.items()},
             "pairs": dict(self.pairs),
             "kinds": dict(self.kinds),
+            "prompt_hashes": self.prompt_hashes,
+            "prompt_rows": self.prompt_rows.tolist(),
         }
 
     @classmethod
@@ -89,6 +107,8 @@ class _Stats:
         stats.candidates = Counter({int(n): count for n, count in data["candidates"].items()})
         stats.pairs = Counter(data["pairs"])
         stats.kinds = Counter(data["kinds"])
+        stats.prompt_hashes = list(data["prompt_hashes"])
+        stats.prompt_rows = array("q", data["prompt_rows"])
         return stats
 
     def extend(self, later: _Stats) -> None:
@@ -104,6 +124,8 @@ class _Stats:
         self.candidates.update(later.candidates)
         self.pairs.update(later.pairs)
         self.kinds.update(later.kinds)
+        self.prompt_hashes += later.prompt_hashes
+        self.prompt_rows += later.prompt_rows
 
     def drop(self, file: str, row: int, problem: _Problem) -> None:
         self.problems += 1
@@ -157,6 +179,8 @@ def _report(
     parameters: dict[str, Any],
 ) -> dict[str, Any]:
     dropped = stats.problems
+    rows = stats.prompt_rows
+    units = PromptUnits("group", stats.prompt_hashes, lambda i: {"file": source, "row": rows[i]})
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
         "judgeflow_version": judgeflow.__version__,
@@ -183,4 +207,25 @@ def _report(
         "augmentation": (
             {k: stats.kinds[k] for k in AUGMENTATION_KINDS} if kind == "grrm-rl" else None
         ),
+        # SFT data is training data; an RL file is the split it was prepared as.
+        "duplicates": prompt_duplicates({parameters.get("split", "train"): units}),
     }
+
+
+def grrm_prompt_units(path: PathLike, input_path: str | None = None) -> PromptUnits:
+    """The groups of a GRRM RL or SFT parquet written here, one unit per group (the first of
+    its augmented rows), located at `input_path` (the report's `input.path`) and the group's
+    row. For duplicates across two preparations, e.g. a test file against the train file."""
+    with open_binary(path) as handle:
+        parquet = pq.ParquetFile(handle)
+        nested = "extra_info" in parquet.schema_arrow.names
+        names = ["prompt_hash", "group_id"]
+        table = parquet.read(columns=[f"extra_info.{n}" for n in names] if nested else names)
+    if nested:  # the struct, with just those two fields
+        table = pa.Table.from_struct_array(table.column("extra_info").combine_chunks())
+    groups = table.column("group_id").to_numpy()
+    first = np.ones(len(groups), bool)
+    first[1:] = groups[1:] != groups[:-1]  # a group's rows are consecutive
+    hashes = table.column("prompt_hash").filter(pa.array(first)).to_pylist()
+    rows = groups[first].tolist()
+    return PromptUnits("group", hashes, lambda i: {"file": input_path, "row": rows[i]})
