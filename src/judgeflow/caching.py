@@ -36,7 +36,9 @@ PACKAGE_DIR = Path(judgeflow.__file__).parent
 # Source files whose behaviour a stage's output depends on (relative to the package).
 PREPARE_CODE = ("data",)
 TRAIN_CODE = ("engines", "rewards", "stages", "render.py", "cluster")
-EVALUATE_CODE = ("evaluation.py", "engines", "rewards")
+EVALUATE_CODE = ("evaluation.py", "evaluation_metrics.py", "decontamination.py",
+                 "stages/evaluate.py", "data/prompt_hashes.py", "data/templates.py", "engines",
+                 "rewards")  # fmt: skip
 
 # Markers filesystems report for "this file's version" (s3: ETag; local: mtime; hf: blob_id/lfs).
 _VERSION_FIELDS = ("ETag", "etag", "mtime", "LastModified", "last_modified", "blob_id", "sha256")

@@ -1,4 +1,5 @@
-"""What a person sees on a terminal while `judgeflow run` works, and the table it ends with.
+"""What a person sees on a terminal while `judgeflow run` works, the table it ends with, and
+the tables of one evaluation (`evaluation_tables`).
 
 The CLI installs a `TerminalView` for the length of a run; the flow's tasks report to it through
 `report_progress` / `report_stage`, which do nothing when no view is installed (a Prefect
@@ -11,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import Console
 from rich.markup import escape
@@ -26,9 +27,11 @@ from rich.progress import (
 from rich.table import Table
 
 __all__ = [
+    "Evaluated",
     "TerminalView",
     "comparison_rows",
     "comparison_table",
+    "evaluation_tables",
     "report_progress",
     "report_stage",
     "terminal_view",
@@ -104,14 +107,20 @@ def report_stage(name: str, status: str, duration_s: float) -> None:
 
 # ---------------------------------------------------------------------------- before → after
 
-#: Metrics compared across evaluations, in display order.
-COMPARED = ("reward_mean", "format_failure_rate", "exact_match", "mae", "accuracy",
-            "ranking_reward", "score_reward")  # fmt: skip
+#: Metrics compared across evaluations, in display order: the modes' primary metrics first
+#: (a run has one mode, so its primary metric comes right after the format-failure rate).
+COMPARED = ("reward_mean", "format_failure_rate",
+            "exact_match", "consistent_accuracy", "ranking_accuracy",
+            "mae", "calibration_error",
+            "accuracy", "consistency", "position_bias",
+            "score_agreement", "validity")  # fmt: skip
 
 
 def comparison_rows(metrics: Mapping[str, float], labels: Sequence[str]) -> list[dict[str, Any]]:
     """One row per compared metric with a column per evaluation label (`before`, `sft`, …) that
-    has it, and `change` = last − first. `metrics` holds `<label>/<metric>` keys."""
+    has it, and `change` = last − first of this run's own models (a `champion…` column, the
+    registry's current champion measured for the gate, is shown but not part of the change).
+    `metrics` holds `<label>/<metric>` keys."""
     present = [label for label in labels if any(k.startswith(f"{label}/") for k in metrics)]
     rows = []
     for name in COMPARED:
@@ -119,7 +128,7 @@ def comparison_rows(metrics: Mapping[str, float], labels: Sequence[str]) -> list
         if all(v is None for v in values.values()):
             continue
         row: dict[str, Any] = {"metric": name, **values}
-        known = [v for v in values.values() if v is not None]
+        known = [v for k, v in values.items() if v is not None and not k.startswith("champion")]
         if len(known) >= 2:
             row["change"] = known[-1] - known[0]
         rows.append(row)
@@ -145,3 +154,140 @@ def comparison_table(rows: Sequence[Mapping[str, Any]], title: str) -> Table:
                 cells.append(f"{value:.3f}")
         table.add_row(str(row["metric"]), *cells)
     return table
+
+
+# ---------------------------------------------------------------------------- one evaluation
+
+
+class Evaluated(Protocol):
+    """What the evaluation tables read: a `JudgeEvaluation`, or any result carrying its
+    `metrics` (`eval/…`) and `details` (e.g. the `judgeflow evaluate` command's result)."""
+
+    @property
+    def metrics(self) -> Mapping[str, float]: ...
+
+    @property
+    def details(self) -> Mapping[str, Any]: ...
+
+
+#: Overall metrics shown per mode, primary first (`eval/<name>`, with `± <name>_std`).
+_HEADLINE = {
+    "pointwise": ("exact_match", "mae", "calibration_error", "n_valid"),
+    "pairwise": ("consistent_accuracy", "accuracy", "consistency", "position_bias", "pairs"),
+    "grrm": ("ranking_accuracy", "score_agreement", "validity"),
+}
+_COMMON = ("reward_mean", "format_failure_rate", "n", "samples")
+#: Per-subset columns besides n and the format-failure rate, primary first.
+_SUBSET_COLUMNS = {
+    "pointwise": ("exact_match", "mae"),
+    "pairwise": ("consistent_accuracy", "accuracy", "consistency", "position_bias"),
+    "grrm": ("ranking_accuracy", "score_agreement", "validity"),
+}
+#: Short column headers, so the per-subset table fits a terminal.
+_SHORT = {
+    "consistent_accuracy": "consistent acc.",
+    "format_failure_rate": "format fail",
+    "position_bias": "pos. bias",
+    "ranking_accuracy": "ranking acc.",
+    "score_agreement": "score agr.",
+}
+_SWAP_OUTCOMES = (
+    ("correct_both", "right in both orders"),
+    ("wrong_both", "wrong in both orders (consistent)"),
+    ("always_A", "A in both orders"),
+    ("always_B", "B in both orders"),
+    ("format_failure", "a format failure in either order"),
+)
+
+
+def evaluation_tables(evaluation: Evaluated, mode: str) -> list[Table]:
+    """One evaluation for the terminal: the headline metrics, the per-subset breakdown, and the
+    confusion matrix and calibration (pointwise) or the swap outcomes (pairwise)."""
+    details = evaluation.details
+    tables = [_headline_table(evaluation.metrics, mode), _subset_table(details, mode)]
+    if details.get("confusion"):
+        tables.append(_confusion_table(details["confusion"]))
+    if details.get("calibration"):
+        tables.append(_calibration_table(details["calibration"]))
+    if details.get("swaps"):
+        tables.append(_swap_table(details["swaps"], int(details.get("samples", 1))))
+    return tables
+
+
+def _headline_table(metrics: Mapping[str, float], mode: str) -> Table:
+    table = Table(title=f"Judge quality ({mode})", title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    spread = any(k.endswith("_std") and not k.startswith("eval/subset/") for k in metrics)
+    if spread:
+        table.add_column("± std (samples)", justify="right")
+    for name in (*_HEADLINE.get(mode, ()), *_COMMON):
+        value = metrics.get(f"eval/{name}")
+        if value is None:
+            continue
+        std = metrics.get(f"eval/{name}_std")
+        cells = [_figure(name, value)] + ([_figure(name, std)] if spread else [])
+        table.add_row(name, *cells)
+    return table
+
+
+def _subset_table(details: Mapping[str, Any], mode: str) -> Table:
+    columns = _SUBSET_COLUMNS.get(mode, ())
+    table = Table(title="Per subset (samples pooled)", title_justify="left")
+    table.add_column("subset")
+    table.add_column("n", justify="right")
+    for column in (*columns, "format_failure_rate"):
+        table.add_column(_SHORT.get(column, column), justify="right")
+    for row in details.get("subsets", []):
+        cells = [_figure(c, row.get(c)) for c in (*columns, "format_failure_rate")]
+        table.add_row(escape(str(row["subset"]) or "(none)"), _figure("n", row["n"]), *cells)
+    return table
+
+
+def _confusion_table(confusion: Mapping[str, Any]) -> Table:
+    table = Table(title="Confusion (true label × predicted)", title_justify="left")
+    table.add_column("true")
+    for column in confusion["pred"]:
+        table.add_column("fail" if column == "format_failure" else column, justify="right")
+    table.add_column("total", justify="right")
+    for label, counts in zip(confusion["true"], confusion["counts"], strict=True):
+        table.add_row(str(label), *(str(c) for c in counts), str(sum(counts)))
+    return table
+
+
+def _calibration_table(calibration: Sequence[Mapping[str, Any]]) -> Table:
+    table = Table(title="Calibration (well-formed verdicts)", title_justify="left")
+    for column in ("predicted", "n", "mean true label", "exact"):
+        table.add_column(column, justify="right")
+    for row in calibration:
+        table.add_row(
+            str(row["pred"]),
+            str(row["n"]),
+            _figure("mean_label", row["mean_label"]),
+            _figure("exact", row["exact"]),
+        )
+    return table
+
+
+def _swap_table(swaps: Mapping[str, int], samples: int) -> Table:
+    pairs = swaps.get("pairs", 0)
+    pooled = f" over {samples} samples" if samples > 1 else ""
+    table = Table(title=f"Both orders of each pair ({pairs} pairs{pooled})", title_justify="left")
+    table.add_column("verdicts")
+    table.add_column("pairs", justify="right")
+    table.add_column("share", justify="right")
+    for key, text in _SWAP_OUTCOMES:
+        count = swaps.get(key, 0)
+        table.add_row(text, str(count), f"{count / pairs:.3f}" if pairs else "–")
+    if swaps.get("incomplete"):
+        table.add_row("only one order judged (left out)", str(swaps["incomplete"]), "–")
+    return table
+
+
+def _figure(name: str, value: Any) -> str:
+    """Counts as integers, everything else to 3 decimals, – for not defined."""
+    if value is None:
+        return "–"
+    if name in ("n", "n_valid", "pairs", "samples"):
+        return f"{value:g}"
+    return f"{value:.3f}"

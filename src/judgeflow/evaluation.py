@@ -1,7 +1,14 @@
 """Judge evaluation: generate verdicts on a held-out verl parquet and score them.
 
-Scoring goes through the same `compute_score` the training reward uses, so "accuracy" at
-evaluation and "reward" in training can never disagree about what a well-formed verdict is.
+Scoring goes through the same `compute_score` the training reward uses (`judge_rows`, the one
+place completions are scored), so "accuracy" at evaluation and "reward" in training can never
+disagree about what a well-formed verdict is. The metrics, breakdowns and tables are computed
+from those scored rows in `judgeflow.evaluation_metrics`; `judgeflow.plots` draws them and
+`judgeflow.console` prints them.
+
+Pairwise judges are evaluated on every pair in both orders: a judge that prefers whatever is
+shown first scores 0.5 accuracy but 0 consistency, and only `consistent_accuracy` (its primary
+metric) tells the two apart.
 """
 
 from __future__ import annotations
@@ -12,25 +19,46 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
+
+from judgeflow.evaluation_metrics import PRIMARY_METRIC, JudgeMode, summarise
+from judgeflow.plots import write_evaluation_artifacts
 
 if TYPE_CHECKING:
     from judgeflow.config import RunConfig
     from judgeflow.engines.generate import Generator
 
-__all__ = ["JudgeEvaluation", "JudgeMode", "evaluate_judge", "judge_rows", "score_judgements"]
+__all__ = [
+    "PRIMARY_METRIC",
+    "JudgeEvaluation",
+    "JudgeMode",
+    "evaluate_judge",
+    "evaluation_rows",
+    "judge_rows",
+    "params_from",
+    "read_rows",
+    "score_judgements",
+    "write_evaluation_artifacts",
+]
 
-JudgeMode = Literal["pointwise", "pairwise", "grrm"]
 _COMPLETION_CHARS = 500  # enough to see the verdict and the start of the reasoning in a table
-_PREFERENCE_INDEX = {"A": 0, "B": 1}
+_FLIPPED = {"A": "B", "B": "A"}
 
 
 @dataclass(frozen=True)
 class JudgeEvaluation:
-    """Metrics for tracking, and one row per example for a table artifact."""
+    """Metrics for tracking, one row per verdict for a table artifact, and the details behind
+    the metrics (JSON-serialisable: it crosses a Slurm job; layout in `evaluation_metrics`).
+
+    `details`: `mode`, `samples`, `primary_metric` (`name`, `value`, `std`), `metrics` (the
+    overall metrics without the `eval/` prefix), `per_sample` (one dict of metrics per sample),
+    `subsets` (one row per subset); pointwise adds `confusion` and `calibration`, pairwise
+    `swaps`.
+    """
 
     metrics: dict[str, float]
     predictions: list[dict[str, Any]] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 def params_from(cfg: RunConfig) -> dict[str, Any]:
@@ -62,16 +90,13 @@ def evaluate_judge(
 ) -> JudgeEvaluation:
     """Verdicts of the model at `model_dir` on the first `limit` rows of `eval_file`.
 
-    Greedy by default; with `samples` > 1 each row is judged that many times (seeds 0..n-1) and
-    the metrics average over rows and samples alike, as the GRRM reference reports accuracy.
+    Pairwise: every pair is judged in both orders, the file's two rows or a row and the twin
+    `evaluation_rows` builds for it (a row alone in its pair, or an older file). Greedy by default; with `samples` > 1 each row is judged that many times (seeds 0..n-1) and
+    each metric is reported as the mean over samples with its spread (`summarise`).
     """
-    import pyarrow.parquet as pq
-
     if samples > 1 and temperature == 0:
         raise ValueError("samples > 1 needs temperature > 0: greedy decoding repeats itself")
-    rows = pq.read_table(str(eval_file)).to_pylist()
-    if limit is not None:
-        rows = rows[:limit]
+    rows = evaluation_rows(mode, read_rows(eval_file, limit))
     if generator is None:
         from judgeflow.engines.generate import HFGenerator
 
@@ -86,28 +111,30 @@ def evaluate_judge(
             seed=sample,
         )
         judged += [{**j, "sample": sample} for j in judge_rows(mode, rows, completions)]
-    metrics = _metrics(mode, judged)
-    metrics["eval/samples"] = float(samples)
-    return JudgeEvaluation(metrics=metrics, predictions=judged)
+    metrics, details = summarise(mode, judged, samples)
+    return JudgeEvaluation(metrics=metrics, predictions=judged, details=details)
 
 
 def score_judgements(
     mode: JudgeMode, rows: Sequence[Mapping[str, Any]], completions: Sequence[str]
 ) -> dict[str, float]:
-    """Metrics for completions against verl rows (`reward_model.ground_truth` holds the label).
-
-    pointwise: `eval/exact_match` (format failures count as misses), `eval/mae` (well-formed
-    verdicts only; absent when there are none), `eval/n_valid`; pairwise: `eval/accuracy`;
-    grrm: `eval/ranking_reward`, `eval/score_reward`; every mode: `eval/reward_mean`,
-    `eval/format_failure_rate`, `eval/n`.
-    """
-    return _metrics(mode, judge_rows(mode, rows, completions))
+    """Metrics (`eval/…`, see `judgeflow.evaluation_metrics`) of completions against verl rows
+    (`reward_model.ground_truth` holds the label); one sample. The pair metrics need rows that
+    carry `extra_info.pair` (see `evaluation_rows`)."""
+    return summarise(mode, judge_rows(mode, rows, completions))[0]
 
 
 def judge_rows(
     mode: JudgeMode, rows: Sequence[Mapping[str, Any]], completions: Sequence[str]
 ) -> list[dict[str, Any]]:
-    """Per-row verdicts: index, label, pred, valid, reward, completion (truncated)."""
+    """Per-row verdicts: index, pair, swapped, subset, source, prompt_hash, label, pred, valid,
+    reward, the reward's `*_reward` parts and the completion (truncated).
+
+    `subset` is `extra_info.subset` when set (RewardBench2's Factuality, Precise IF, …), else
+    `data_source`; `prompt_hash` is what decontamination compares (`row_prompt_hash`).
+    """
+    from judgeflow.data.prompt_hashes import row_prompt_hash
+
     if len(rows) != len(completions):
         raise ValueError(f"{len(rows)} rows but {len(completions)} completions")
     compute_score = importlib.import_module(f"judgeflow.rewards.{mode}").compute_score
@@ -115,10 +142,16 @@ def judge_rows(
     for position, (row, completion) in enumerate(zip(rows, completions, strict=True)):
         truth = (row.get("reward_model") or {}).get("ground_truth")
         result = compute_score(row.get("data_source", ""), completion, truth, row.get("extra_info"))
-        extra = row.get("extra_info") or {}
+        extra = _extra(row)
+        source = str(row.get("data_source") or "")
         judged.append(
             {
-                "index": extra.get("index", position) if isinstance(extra, Mapping) else position,
+                "index": position if extra.get("index") is None else extra["index"],
+                "pair": extra.get("pair"),
+                "swapped": extra.get("swapped"),
+                "subset": str(extra.get("subset") or source),
+                "source": source,
+                "prompt_hash": row_prompt_hash(mode, row),
                 "label": _label(mode, truth),
                 "pred": result.get("pred"),
                 "valid": int(result["valid_answer"]),
@@ -130,29 +163,115 @@ def judge_rows(
     return judged
 
 
-def _metrics(mode: JudgeMode, judged: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    n = len(judged)
-    metrics: dict[str, float] = {"eval/n": float(n)}
-    if n == 0:
-        return metrics
-    valid = [r for r in judged if r["valid"]]
-    metrics["eval/reward_mean"] = sum(r["reward"] for r in judged) / n
-    metrics["eval/format_failure_rate"] = 1.0 - len(valid) / n
-    if mode == "pointwise":
-        metrics["eval/exact_match"] = (
-            sum(r["valid"] and r["pred"] == r["label"] for r in judged) / n
+def read_rows(eval_file: str | Path, limit: int | None = None) -> list[dict[str, Any]]:
+    """The first `limit` rows of a verl parquet (all without a limit), as verl's validation
+    reads them, so the HF and verl generators see the same rows."""
+    import pyarrow.parquet as pq
+
+    rows: list[dict[str, Any]] = pq.read_table(str(eval_file)).to_pylist()
+    return rows if limit is None else rows[:limit]
+
+
+def evaluation_rows(mode: JudgeMode, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The rows to judge: for pairwise, every pair in both orders; other modes as they are.
+
+    Rows are grouped by `extra_info.pair`. A pair with two rows (what `prepare` writes for
+    validation) must hold opposite preferences. A row alone in its pair (a train split, a
+    limit that cut a pair) or without a pair id at all (an older judgeflow, another tool) gets
+    its twin right after it: the prompt parsed back with `parse_pairwise` and rendered with
+    the responses swapped, the preference flipped (also `extra_info.label`), `swapped` negated,
+    the same pair id (the row's position when it had none). A row whose prompt is not the
+    pairwise template, or whose preference is not A or B, is an error naming its position.
+    """
+    out = [dict(row) for row in rows]
+    if mode != "pairwise":
+        return out
+    pairs = [_extra(row).get("pair") for row in out]
+    missing = [p is None for p in pairs]
+    if any(missing) and not all(missing):
+        raise ValueError(
+            f"row {missing.index(True)} has no extra_info.pair but row {missing.index(False)} "
+            "has one: pass rows that all carry a pair id, or none (their twins are then built)"
         )
-        metrics["eval/n_valid"] = float(len(valid))
-        errors = [abs(r["pred"] - r["label"]) for r in valid if r["label"] is not None]
-        if errors:
-            metrics["eval/mae"] = sum(errors) / len(errors)
-    elif mode == "pairwise":
-        hits = sum(r["valid"] and _PREFERENCE_INDEX.get(r["label"]) == r["pred"] for r in judged)
-        metrics["eval/accuracy"] = hits / n
-    else:
-        for part in ("ranking_reward", "score_reward"):
-            metrics[f"eval/{part}"] = sum(r.get(part, 0.0) for r in judged) / n
-    return metrics
+    if all(missing):
+        pairs = list(range(len(out)))
+    members: dict[Any, list[int]] = {}
+    for position, pair in enumerate(pairs):
+        members.setdefault(pair, []).append(position)
+    for pair, positions in members.items():
+        if len(positions) > 2:
+            raise ValueError(f"pair {pair!r}: {len(positions)} rows (rows {positions}), expected 2")
+        if len(positions) == 2:
+            _check_pair(pair, [out[i] for i in positions])
+    judged: list[dict[str, Any]] = []
+    for position, (row, pair) in enumerate(zip(out, pairs, strict=True)):
+        if len(members[pair]) == 2:
+            judged.append(row)
+            continue
+        extra = _extra(row)
+        swapped = bool(extra.get("swapped"))
+        judged.append({**row, "extra_info": {**extra, "pair": pair, "swapped": swapped}})
+        judged.append(_twin(row, position, pair))
+    return judged
+
+
+def _twin(row: Mapping[str, Any], position: int, pair: Any) -> dict[str, Any]:
+    """`row` with A and B exchanged: the prompt, the preference and the bookkeeping."""
+    from judgeflow.data.templates import parse_pairwise, render_pairwise
+
+    messages = [dict(m) for m in row.get("prompt") or []]
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    parts = parse_pairwise(str(messages[users[-1]].get("content") or "")) if users else None
+    if parts is None:
+        raise ValueError(
+            f"row {position}: its prompt is not the pairwise judge template, so the swapped "
+            "order cannot be built (write both orders with extra_info.pair instead)"
+        )
+    query, response_a, response_b = parts
+    messages[users[-1]]["content"] = render_pairwise(query, response_b, response_a)
+    reward = dict(row.get("reward_model") or {})
+    truth = _flip_preference(reward.get("ground_truth"))
+    if truth is None:
+        raise ValueError(
+            f"row {position}: reward_model.ground_truth has no A/B preference to flip "
+            f"({reward.get('ground_truth')!r})"
+        )
+    reward["ground_truth"] = truth
+    extra = _extra(row)
+    extra.update(pair=pair, swapped=not extra.get("swapped"))
+    if isinstance(extra.get("label"), str):
+        extra["label"] = _flip_preference(extra["label"]) or extra["label"]
+    return {**row, "prompt": messages, "reward_model": reward, "extra_info": extra}
+
+
+def _flip_preference(truth: Any) -> Any:
+    """The ground truth with A and B exchanged, in the form it came in; None if it has none."""
+    if isinstance(truth, str) and truth.strip().startswith("{"):
+        try:
+            flipped = _flip_preference(json.loads(truth))
+        except ValueError:
+            return None
+        return None if flipped is None else json.dumps(flipped)
+    if isinstance(truth, Mapping):
+        letter = _flip_preference(truth.get("preference"))
+        return None if letter is None else {**truth, "preference": letter}
+    if isinstance(truth, str):
+        return _FLIPPED.get(truth.strip().upper())
+    return None
+
+
+def _check_pair(pair: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+    """The two rows of a pair are its two orders: their preferences are A and B."""
+    found = [_label("pairwise", (r.get("reward_model") or {}).get("ground_truth")) for r in rows]
+    if sorted(map(str, found)) != ["A", "B"]:
+        raise ValueError(
+            f"pair {pair!r}: expected its two orders (preferences A and B), got {found}"
+        )
+
+
+def _extra(row: Mapping[str, Any]) -> dict[str, Any]:
+    extra = row.get("extra_info")
+    return dict(extra) if isinstance(extra, Mapping) else {}
 
 
 def _label(mode: JudgeMode, truth: Any) -> Any:

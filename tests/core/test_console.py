@@ -26,6 +26,48 @@ def test_comparison_rows_hold_each_evaluation_and_the_change() -> None:
     assert comparison_rows(metrics, ["after", "nope"])[0] == {"metric": "reward_mean", "after": 0.9}
     table = comparison_table(rows, "t")
     assert [c.header for c in table.columns] == ["metric", "before", "sft", "after", "change"]
+    # The champion measured for the registry's gate is a column, not part of this run's change.
+    gated = comparison_rows({**metrics, "champion/reward_mean": 0.95}, ["before", "after", "champion"])  # fmt: skip
+    assert gated[0]["champion"] == 0.95 and gated[0]["change"] == pytest.approx(0.9)
+
+
+def test_the_comparison_lists_the_primary_metric_right_after_the_format_failure_rate() -> None:
+    metrics = {
+        "before/accuracy": 0.5, "before/consistent_accuracy": 0.1, "before/position_bias": 0.9,
+        "before/format_failure_rate": 0.2, "before/reward_mean": 0.4, "before/pairs": 4.0,
+        "before/subset/Math/consistent_accuracy": 0.0, "before/accuracy_std": 0.1,
+    }  # fmt: skip
+    rows = comparison_rows(metrics, ["before"])
+    assert [r["metric"] for r in rows] == [
+        "reward_mean", "format_failure_rate", "consistent_accuracy", "accuracy", "position_bias",
+    ]  # fmt: skip
+
+
+def test_evaluation_tables_show_the_breakdowns() -> None:
+    from rich.console import Console
+
+    from judgeflow.console import evaluation_tables
+    from judgeflow.evaluation import JudgeEvaluation, judge_rows
+    from judgeflow.evaluation_metrics import summarise
+
+    rows = [
+        {"data_source": "tinyjudge/legs", "prompt": [{"role": "user", "content": "q"}],
+         "reward_model": {"ground_truth": {"helpfulness": label}},
+         "extra_info": {"index": i, "subset": "Precise IF [x]" if i else None}}
+        for i, label in enumerate([4, 2, 0])
+    ]  # fmt: skip
+    judged = judge_rows("pointwise", rows, ["<score>4</score>", "<score>3</score>", "no"])
+    metrics, details = summarise("pointwise", judged)
+    tables = evaluation_tables(JudgeEvaluation(metrics, judged, details), "pointwise")
+    console = Console(record=True, width=120)
+    for table in tables:
+        console.print(table)
+    text = console.export_text()
+    assert [t.title for t in tables][:2] == ["Judge quality (pointwise)", "Per subset (samples pooled)"]  # fmt: skip
+    assert "Precise IF [x]" in text and "tinyjudge/legs" in text  # markup-safe names
+    assert "exact_match" in text.splitlines()[4]  # the primary metric heads the table
+    header = next(t for t in tables if str(t.title).startswith("Confusion"))
+    assert [c.header for c in header.columns] == ["true", "0", "1", "2", "3", "4", "fail", "total"]
 
 
 def test_run_summary_has_one_column_per_key_metric_and_no_json_blobs() -> None:
@@ -37,16 +79,27 @@ def test_run_summary_has_one_column_per_key_metric_and_no_json_blobs() -> None:
         {"stage": "train", "status": "ran", "duration_s": 60.0,
          "metrics": {"global_step": 40, "train/reward_mean": 0.91, "train/loss": 0.01}},
         {"stage": "evaluate[after]", "status": "ran", "duration_s": 1.0,
-         "metrics": {"after/reward_mean": 1.0, "after/exact_match": 1.0}},
+         "metrics": {"after/subset/legs/exact_match": 0.5, "after/reward_mean": 1.0,
+                     "after/exact_match": 1.0}},
+        {"stage": "register[final]", "status": "ran", "duration_s": 0.5,
+         "note": "v2 kept as challenger: exact_match 0.5 does not beat champion v1's 1.0"},
     ]  # fmt: skip
     table = summary_table(rows, link="mlflow run x", jobs={"train": ["12"]})
     assert set(table[0]) == {
         "stage", "status", "duration_s", "global_step", "reward_mean", "exact_match", "loss",
-        "slurm_job_ids", "error", "mlflow",
+        "slurm_job_ids", "note", "error", "mlflow",
     }  # fmt: skip
+    assert table[-1]["note"].startswith("v2 kept as challenger") and table[0]["note"] == ""
+    assert summary_table(rows[:1], link="", jobs={})[0].keys() == table[0].keys() - {
+        "global_step",
+        "reward_mean",
+        "exact_match",
+        "loss",
+        "note",
+    }  # no metric, no note: no such columns
     by_stage = {r["stage"]: r for r in table}
     assert by_stage["train"]["reward_mean"] == 0.91 and by_stage["train"]["global_step"] == 40
-    assert by_stage["evaluate[after]"]["exact_match"] == 1.0
+    assert by_stage["evaluate[after]"]["exact_match"] == 1.0  # not a subset's 0.5
     assert by_stage["sft"]["loss"] == 0.07 and by_stage["download"]["loss"] == ""
     assert by_stage["train"]["slurm_job_ids"] == "12"
 

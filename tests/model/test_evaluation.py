@@ -28,6 +28,11 @@ def _row(ground_truth: Any, index: int, prompt: str = "judge this") -> dict[str,
     }
 
 
+def _overall(metrics: dict[str, float]) -> dict[str, float]:
+    """The metrics without the per-subset breakdown (tests/model/test_evaluation_metrics.py)."""
+    return {k: v for k, v in metrics.items() if not k.startswith("eval/subset/")}
+
+
 def test_pointwise_metrics_by_hand() -> None:
     rows = [
         _row({"helpfulness": 3}, 10),
@@ -43,14 +48,17 @@ def test_pointwise_metrics_by_hand() -> None:
         "no verdict here",  # format failure
         "<think>cut off <score>1</score>",  # open <think>: no verdict, even with the right digit
     ]
-    assert score_judgements("pointwise", rows, completions) == pytest.approx(
+    assert _overall(score_judgements("pointwise", rows, completions)) == pytest.approx(
         {
             "eval/n": 5,
             "eval/n_valid": 3,
             "eval/exact_match": 1 / 5,
             "eval/mae": (0 + 1 + 2) / 3,
+            # each score given once: |3 - 3|, |1 - 0|, |2 - 4|
+            "eval/calibration_error": (0 + 1 + 2) / 3,
             "eval/format_failure_rate": 2 / 5,
             "eval/reward_mean": (1 + 0 + 0.5 + 0 + 0) / 5,
+            "eval/samples": 1,
         }
     )
 
@@ -63,12 +71,16 @@ def test_pairwise_metrics_by_hand() -> None:
         "<think>.</think><better>B</better>",  # wrong
         "<think>.</think><better>C</better>",  # not A or B: format failure
     ]
-    assert score_judgements("pairwise", rows, completions) == pytest.approx(
+    # Rows without pair ids: per-verdict numbers only (evaluation_rows adds the other order).
+    assert _overall(score_judgements("pairwise", rows, completions)) == pytest.approx(
         {
             "eval/n": 4,
             "eval/accuracy": 0.5,
             "eval/reward_mean": 0.5,
             "eval/format_failure_rate": 0.25,
+            "eval/position_bias": 1 / 3,  # A, B, B well-formed
+            "eval/pairs": 0,
+            "eval/samples": 1,
         }
     )
 
@@ -87,6 +99,8 @@ def test_prediction_table_rows() -> None:
     assert [r["label"] for r in table] == [4, 1]
     assert [(r["pred"], r["valid"], r["reward"]) for r in table] == [(4, 1, 1.0), (-1, 0, 0.0)]
     assert len(table[0]["completion"]) == 500
+    assert (table[0]["subset"], table[0]["source"], table[0]["pair"]) == ("test", "test", None)
+    assert len(table[0]["prompt_hash"]) == 16
     pairwise = judge_rows("pairwise", [_row({"preference": "B"}, 0)], ["<better>B</better>"])
     assert (pairwise[0]["label"], pairwise[0]["pred"]) == ("B", 1)
 
@@ -118,6 +132,8 @@ def test_evaluate_tiny_model_end_to_end(eval_setup: tuple[Path, Path]) -> None:
     assert 0.0 <= result.metrics["eval/format_failure_rate"] <= 1.0
     assert [r["index"] for r in result.predictions] == [0, 1, 2]
     assert [r["label"] for r in result.predictions] == [0, 1, 2]
+    assert result.details["primary_metric"]["name"] == "exact_match"
+    assert sum(map(sum, result.details["confusion"]["counts"])) == 3
 
 
 class _FixedReplies:
