@@ -57,6 +57,8 @@ ONLY_READ_BY: dict[str, tuple[str, ...]] = {
             "extra_overrides",
         ]
     ),
+    # the HF generator of the TRL runs' evaluation; verl's validation uses grpo.val_batch_size
+    "trl": ("evaluation.batch_size",),
     # the preparation of judge data (GRRM's data has its own train and test files)
     "judge": ("data.format", "data.val_fraction", "data.chosen_label", "data.rejected_label"),
     # GRRM's columns and augmentation

@@ -1,7 +1,7 @@
 """`judgeflow render`: what each GPU stage of a recipe would submit, without submitting it.
 
-Paths that only exist once the pipeline has run (prepared data, the MLflow run) are shown as
-`<placeholders>`; everything else is exactly what the stage would run.
+Paths that only exist once the pipeline has run (prepared data, the MLflow run, the model being
+evaluated) are shown as `<placeholders>`; everything else is exactly what the stage would run.
 """
 
 from __future__ import annotations
@@ -11,30 +11,93 @@ import shlex
 from judgeflow.cluster.stage import PYTHON
 from judgeflow.cluster.submit import render_sbatch
 from judgeflow.config import RunConfig
-from judgeflow.stages import PreparedData, train_stage_spec
+from judgeflow.stages import (
+    PreparedData,
+    evaluate_stage_spec,
+    evaluation_job_config,
+    train_stage_spec,
+)
 
 RUN_ID = "<mlflow-run-id>"
+MODEL_DIR = "<model-dir>"
+TRAIN_FILE, VAL_FILE = "<prepared>/train.parquet", "<prepared>/train.val.parquet"
+DATA = PreparedData(
+    train_file=TRAIN_FILE,
+    val_file=VAL_FILE,
+    report_file="<prepared>/train.report.json",
+    report={},
+)
 
 
 def render_recipe(cfg: RunConfig) -> str:
-    data = PreparedData(
-        train_file="<prepared>/train.parquet",
-        val_file="<prepared>/train.val.parquet",
-        report_file="<prepared>/train.report.json",
-        report={},
-    )
-    spec = train_stage_spec(cfg, data, RUN_ID, dry_run=True)
+    spec = train_stage_spec(cfg, DATA, RUN_ID, dry_run=True)
     out = [
         f"# recipe {cfg.recipe}: stage train (engine {cfg.resolved_engine}, backend {cfg.cluster.backend})",
         "# ---- sbatch script (submitit) ----",
         render_sbatch(spec, cfg.cluster).rstrip(),
         "# ---- stage command (on the Ray head; python is the job's interpreter) ----",
-        shlex.join("python" if part == PYTHON else part for part in spec.command),
+        _shell(spec.command),
     ]
     engine = _engine_command(cfg)
     if engine:
         out += ["# ---- engine command ----", engine]
+    out += _evaluation(cfg)
     return "\n".join(out) + "\n"
+
+
+def _shell(command: list[str]) -> str:
+    return shlex.join("python" if part == PYTHON else part for part in command)
+
+
+def _evaluation(cfg: RunConfig) -> list[str]:
+    """The evaluation job (shown for the model after training; before/SFT ones are alike)."""
+    job = evaluation_job_config(cfg)
+    head = (
+        f"# recipe {cfg.recipe}: stage evaluate (engine {job.resolved_engine}, "
+        f"backend {job.cluster.backend}; evaluate-before/-sft differ only in the model)"
+    )
+    try:
+        spec = evaluate_stage_spec(job, MODEL_DIR, DATA, RUN_ID, "after", dry_run=True)
+    except ValueError as exc:
+        return [head, f"# cannot run: {exc}"]
+    out = [head]
+    if job.cluster.backend == "slurm":
+        where = "on the Ray head" if spec.ray else "one process"
+        out += [
+            "# ---- sbatch script (submitit) ----",
+            render_sbatch(spec, job.cluster).rstrip(),
+            f"# ---- stage command ({where}; python is the job's interpreter) ----",
+            _shell(spec.command),
+        ]
+    else:
+        out.append("# runs in the flow's own process (backend local)")
+    engine = _validation_command(job, spec.workdir)
+    if engine:
+        out += [
+            "# ---- engine command (verl validation mode; judgeflow scores its dump) ----",
+            engine,
+        ]
+    return out
+
+
+def _validation_command(job: RunConfig, stage_dir: str) -> str | None:
+    if job.resolved_engine != "verl":
+        return None
+    from judgeflow.engines.verl_eval import evaluation_gpus, validation_command
+
+    model = job.model.model_copy(update={"path": MODEL_DIR})
+    command = validation_command(
+        job.model_copy(update={"model": model}),
+        eval_file=VAL_FILE,
+        train_file=TRAIN_FILE,
+        output_dir=stage_dir,
+        n_gpus=evaluation_gpus(job),
+    )
+    return _continued(command)
+
+
+def _continued(command: list[str]) -> str:
+    return " \\\n    ".join(shlex.quote(part) for part in command)
 
 
 def _engine_command(cfg: RunConfig) -> str | None:
@@ -44,12 +107,11 @@ def _engine_command(cfg: RunConfig) -> str | None:
         from judgeflow.engines.verl import main_ppo_command
     except ImportError:
         return None
-    return " \\\n    ".join(
-        shlex.quote(part)
-        for part in main_ppo_command(
+    return _continued(
+        main_ppo_command(
             cfg,
-            train_files=["<prepared>/train.parquet"],
-            val_files=["<prepared>/train.val.parquet"],
+            train_files=[TRAIN_FILE],
+            val_files=[VAL_FILE],
             checkpoint_dir="<checkpoints>",
         )
     )

@@ -186,24 +186,31 @@ def submit(spec: StageSpec, cluster: ClusterConfig) -> StageHandle:
 
 
 def render_sbatch(spec: StageSpec, cluster: ClusterConfig) -> str:
-    """The exact sbatch script submitit would submit for `spec` (dry run: nothing is submitted)."""
+    """The exact sbatch script submitit would submit for `spec` (dry run: nothing is submitted,
+    and it works on a machine without Slurm, e.g. a laptop preparing a cluster run)."""
     from submitit.slurm.slurm import SlurmExecutor
 
-    folder = Path(spec.workdir) / "jobs"
-    executor = _auto_executor(cluster, folder, "slurm")
-    executor.update_parameters(
-        name=f"judgeflow-{spec.name}",
-        timeout_min=cluster.timeout_min,
-        nodes=cluster.nodes,
-        tasks_per_node=1,
-        **({"cpus_per_task": cluster.cpus_per_task} if cluster.cpus_per_task else {}),
-        **({"mem_gb": cluster.mem_gb} if cluster.mem_gb else {}),
-        **({"gpus_per_node": cluster.gpus_per_node} if cluster.gpus_per_node else {}),
-        **slurm_parameters(cluster),
+    class DryRun(SlurmExecutor):
+        @classmethod
+        def affinity(cls) -> int:  # submitit refuses to build one where `srun` is missing
+            return 1
+
+    executor = DryRun(
+        Path(spec.workdir) / "jobs", python=executor_options(cluster).get("slurm_python")
     )
-    inner = executor._executor
-    assert isinstance(inner, SlurmExecutor)
-    return inner._make_submission_file_text(inner._submitit_command_str, "%j")
+    generic = {
+        "name": f"judgeflow-{spec.name}",
+        "timeout_min": cluster.timeout_min,
+        "nodes": cluster.nodes,
+        "tasks_per_node": 1,
+        "cpus_per_task": cluster.cpus_per_task,
+        "mem_gb": cluster.mem_gb,
+        "gpus_per_node": cluster.gpus_per_node or None,
+    }
+    specific = executor._convert_parameters({k: v for k, v in generic.items() if v is not None})
+    native = {k.removeprefix("slurm_"): v for k, v in slurm_parameters(cluster).items()}
+    executor.update_parameters(**specific, **native)
+    return executor._make_submission_file_text(executor._submitit_command_str, "%j")
 
 
 def executor_options(cluster: ClusterConfig) -> dict[str, Any]:

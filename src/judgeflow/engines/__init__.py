@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from judgeflow.engines.generate import Generator, HFGenerator
     from judgeflow.engines.llamafactory import SftParams, SftResult, run_sft
     from judgeflow.engines.trl import GrpoParams, TrainResult, train_grpo
+    from judgeflow.engines.verl_eval import VerlValidationGenerator
 
 __all__ = [
     "Generator",
@@ -22,6 +23,7 @@ __all__ = [
     "SftParams",
     "SftResult",
     "TrainResult",
+    "VerlValidationGenerator",
     "run_sft",
     "train_grpo",
 ]
@@ -29,6 +31,7 @@ __all__ = [
 _HOMES = {
     "Generator": "generate",
     "HFGenerator": "generate",
+    "VerlValidationGenerator": "verl_eval",
     "GrpoParams": "trl",
     "TrainResult": "trl",
     "train_grpo": "trl",

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from judgeflow.cluster.stage import PROGRESS_FILE, PYTHON, RESULT_FILE, StageSpec
-from judgeflow.config import RunConfig, judgeflow_home
+from judgeflow.config import ConfigError, RunConfig, judgeflow_home
+from judgeflow.engines.verl_eval import evaluation_gpus
 from judgeflow.stages.common import PreparedData, Progress, run_dir
 from judgeflow.stages.evaluate import evaluate_stage
 from judgeflow.stages.train import sft_stage, train_stage
@@ -79,19 +80,28 @@ def train_stage_spec(
 def evaluation_job_config(cfg: RunConfig) -> RunConfig:
     """`cfg` with the evaluation job's own resources: one node, `evaluation.gpus` GPUs (at most
     a node's), so generating on one device does not hold the whole training allocation."""
-    gpus = min(cfg.evaluation.gpus, cfg.cluster.gpus_per_node)
-    cluster = cfg.cluster.model_copy(update={"nodes": 1, "gpus_per_node": gpus})
+    cluster = cfg.cluster.model_copy(update={"nodes": 1, "gpus_per_node": evaluation_gpus(cfg)})
     return cfg.model_copy(update={"cluster": cluster})
 
 
 def evaluate_stage_spec(
-    cfg: RunConfig, model_dir: str, data: PreparedData, run_id: str, label: str
+    cfg: RunConfig,
+    model_dir: str,
+    data: PreparedData,
+    run_id: str,
+    label: str,
+    *,
+    dry_run: bool = False,
 ) -> StageSpec:
-    """The evaluation job: HF generation in one process, no Ray cluster (see
-    `evaluation_job_config` for its resources)."""
+    """The evaluation job on `evaluation_job_config`'s resources. With verl it runs verl's
+    validation mode, which needs the job's Ray cluster; HF generation is one plain process."""
+    job = evaluation_job_config(cfg)
+    verl = job.resolved_engine == "verl"
+    if verl and job.cluster.gpus_per_node < 1:
+        raise ConfigError("evaluation with verl needs a GPU: set evaluation.gpus")
     payload = {"data": asdict(data), "model_dir": model_dir}
-    spec = stage_spec(cfg, "evaluate", run_id, payload, name=f"evaluate-{label}")
-    return replace(spec, ray=False)
+    spec = stage_spec(job, "evaluate", run_id, payload, name=f"evaluate-{label}", dry_run=dry_run)
+    return replace(spec, ray=spec.ray and verl)
 
 
 def sft_stage_spec(cfg: RunConfig, sft_file: str, run_id: str) -> StageSpec:
