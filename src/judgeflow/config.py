@@ -460,7 +460,7 @@ def flatten(cfg: RunConfig) -> dict[str, str]:
             return
         out[prefix] = (
             "***"
-            if _SECRET_KEY.search(prefix)
+            if is_secret_key(prefix)
             else json.dumps(value)
             if isinstance(value, list)
             else str(value)
@@ -470,9 +470,19 @@ def flatten(cfg: RunConfig) -> dict[str, str]:
     return out
 
 
-_SECRET_KEY = re.compile(
-    r"(token|secret|password|passwd|api[_-]?key|access[_-]?key|credential)", re.I
-)
+_SECRET_WORDS = {"secret", "secrets", "password", "passwd", "pwd", "credential", "credentials",
+                 "apikey", "passphrase"}  # fmt: skip
+_SECRET_ENDINGS = {("token",), ("api", "key"), ("access", "key"), ("private", "key"),
+                   ("secret", "key"), ("auth",)}  # fmt: skip
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a (dotted) key names a secret: `cluster.env.HF_TOKEN`, `…AWS_SECRET_ACCESS_KEY`,
+    `…DB_PASSWORD`; not `evaluation.max_new_tokens` or `grpo.ppo_max_token_len_per_gpu`."""
+    words = [w for w in re.split(r"[_\-\s]+", key.rsplit(".", 1)[-1].lower()) if w]
+    if _SECRET_WORDS.intersection(words):
+        return True
+    return any(tuple(words[-len(end) :]) == end for end in _SECRET_ENDINGS)
 
 
 def judgeflow_home() -> Path:

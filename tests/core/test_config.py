@@ -126,6 +126,25 @@ def test_balance_positions_is_pairwise_only() -> None:
         load_config("grpo-pointwise", overrides=["data.balance_positions=true"])
 
 
+@pytest.mark.parametrize(
+    ("key", "secret"),
+    [
+        ("cluster.env.HF_TOKEN", True), ("cluster.env.MLFLOW_TRACKING_TOKEN", True),
+        ("cluster.env.AWS_SECRET_ACCESS_KEY", True), ("cluster.env.AWS_SESSION_TOKEN", True),
+        ("cluster.env.DB_PASSWORD", True), ("cluster.env.WANDB_API_KEY", True),
+        ("cluster.env.my-private-key", True), ("cluster.env.SECRET", True),
+        ("cluster.env.GIT_CREDENTIALS_FILE", True), ("cluster.env.HTTP_AUTH", True),
+        ("evaluation.max_new_tokens", False), ("grpo.ppo_max_token_len_per_gpu", False),
+        ("cluster.env.CUDA_VISIBLE_DEVICES", False), ("cluster.env.KEYBOARD", False),
+        ("data.max_prompt_length", False),
+    ],
+)  # fmt: skip
+def test_what_counts_as_a_secret_key(key: str, secret: bool) -> None:
+    from judgeflow.config import is_secret_key
+
+    assert is_secret_key(key) is secret
+
+
 def test_flatten_redacts_secrets_and_fingerprint_tracks_changes() -> None:
     cfg = load_config(
         "grpo-pointwise",
@@ -136,6 +155,10 @@ def test_flatten_redacts_secrets_and_fingerprint_tracks_changes() -> None:
     assert flat["cluster.env.AWS_SECRET_ACCESS_KEY"] == "***"
     assert "hf_abc" not in "".join(flat.values())
     assert flat["grpo.learning_rate"] == "1e-06"
+    # Settings that merely mention tokens are numbers a user needs to see (and evaluation reads
+    # them back from a registered run), not secrets.
+    assert flat["evaluation.max_new_tokens"] == "2048"
+    assert flat["grpo.ppo_max_token_len_per_gpu"] == "16384"
     other = load_config("grpo-pointwise", overrides=["grpo.learning_rate=2e-6"])
     assert other.fingerprint() != load_config("grpo-pointwise").fingerprint()
     assert (
