@@ -1,9 +1,14 @@
 """judge-grpo: train a pointwise or pairwise judge with GRPO.
 
-download → prepare → evaluate (before) → [SFT → evaluate (sft)] → train (GRPO) → evaluate (after) → log
+download → prepare → evaluate (before) → [SFT → evaluate (sft)] → train (GRPO) → evaluate (after)
+  → register → log
 
 With `sft.enabled`, LLaMA-Factory fine-tunes model.path on the `messages` rows of `sft.source`
 first, and GRPO starts from that model (lineage tags on the MLflow run).
+
+`register` makes each trained model an MLflow model version (`judge-grpo-<mode>`, the SFT model
+`judge-grpo-<mode>-sft`) with its lineage; `champion` moves to it only when it beats the current
+champion on the same evaluation (tasks/register.py).
 
 Every stage is cached on what it depends on (tasks/policies.py, judgeflow/caching.py): a
 scheduled retraining on unchanged data reuses every stage and submits no job. The run's
@@ -16,12 +21,14 @@ from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
 from judgeflow.config import load_config
+from judgeflow.console import comparison_rows
 from judgeflow.stages import sft_source_config, val_source_config, with_policy
 from judgeflow.tracking import resolve_tracking_uri
 from tasks.credentials import use_storage_credentials
 from tasks.data import download, prepare
 from tasks.evaluate import evaluate
 from tasks.policies import cached
+from tasks.register import register_model
 from tasks.sft import prepare_sft, record_sft, sft
 from tasks.tracking import (
     StageRecorder,
@@ -34,6 +41,9 @@ from tasks.tracking import (
     start_tracking,
 )
 from tasks.train import cancel_submitted_jobs, train
+
+#: The evaluations a run compares, in order (the champion's when the gate had to measure it).
+LABELS = ["before", "sft", "after", "champion"]
 
 
 @flow(
@@ -59,6 +69,8 @@ def judge_grpo(
     run_id = start_tracking(cfg)
     stage = StageRecorder()
     metrics: dict[str, float] = {}
+    mid = after = None
+    registry: dict[str, dict[str, Any]] = {}
     try:
         manifest = stage("download", cached(download), cfg)
         val_manifest = stage("download[val]", cached(download), val_source_config(cfg)) if cfg.data.val_source else None  # fmt: skip
@@ -88,6 +100,13 @@ def judge_grpo(
         if cfg.evaluation.enabled:
             after = stage("evaluate[after]", cached(evaluate), rl_cfg, trained.model.model_dir, data, run_id, "after")  # fmt: skip
             metrics |= record_evaluation(cfg, run_id, "after", after)
+        if cfg.register.enabled:
+            evaluations = comparison_rows(metrics, LABELS)
+            if tuned:
+                registry["sft"], seen = register_model(stage, cfg, run_id, data, tuned.model_dir, "sft", mid, evaluations)  # fmt: skip
+                metrics |= seen
+            registry["final"], seen = register_model(stage, rl_cfg, run_id, data, trained.model.model_dir, "final", after, evaluations)  # fmt: skip
+            metrics |= seen
     except BaseException as exc:
         publish_summary(cfg, run_id, stage.rows, str(flow_run.get_id()))
         log_summary(cfg, run_id, {"mlflow_run_id": run_id, "error": repr(exc)}, status="FAILED")
@@ -99,7 +118,7 @@ def judge_grpo(
             stage.add_metrics(row["stage"], {k: v for k, v in metrics.items() if k.startswith(f"{label}/")})  # fmt: skip
     table = publish_summary(cfg, run_id, stage.rows, str(flow_run.get_id()))
     trained_in = [trained.mlflow_run_id, tuned.mlflow_run_id if tuned else ""]
-    comparison = publish_comparison(cfg, run_id, metrics, ["before", "sft", "after"], trained_in)
+    comparison = publish_comparison(cfg, run_id, metrics, LABELS, trained_in)
     summary = {
         "mlflow_run_id": run_id,
         "tracking_uri": resolve_tracking_uri(cfg.tracking.tracking_uri),
@@ -109,6 +128,7 @@ def judge_grpo(
         "metrics": metrics,
         "comparison": comparison,
         "stages": {row["stage"]: row["status"] for row in stage.rows},
+        "registry": registry,
     }
     log_summary(cfg, run_id, summary)
     return summary

@@ -58,20 +58,35 @@ def record_data(cfg: RunConfig, run_id: str, manifest: Manifest, data: stages.Pr
     )
     tracker.log_dict(data.report, f"data/{Path(data.report_file).name}")  # also when on S3
     counts = data.report["counts"]
-    written = counts["examples_written"]
+    examples = counts["examples_written"]
+    rows = counts.get("rows_written", examples)  # pairwise validation: two rows per example
     dropped = data.report["dropped"]["by_reason"]
+    duplicates = _duplicate_counts(data.report.get("duplicates") or {})
     tracker.log_metrics(
-        {f"data/rows_{split}": n for split, n in written.items()}
+        {f"data/rows_{split}": n for split, n in rows.items()}
+        | {f"data/examples_{split}": n for split, n in examples.items()}
         | {f"data/dropped_{why}": n for why, n in dropped.items()}
+        | {f"data/duplicates_{where}": n for where, n in duplicates.items()}
         | {"data/rows_read": counts["rows_read"]}
     )
     create_table_artifact(
         key="data-report",
         table=[{"what": "rows read", "count": counts["rows_read"]}]
-        + [{"what": f"examples written ({split})", "count": n} for split, n in written.items()]
-        + [{"what": f"dropped: {why}", "count": n} for why, n in dropped.items()],
+        + [{"what": f"examples written ({split})", "count": n} for split, n in examples.items()]
+        + [{"what": f"rows written ({split})", "count": n} for split, n in rows.items()]
+        + [{"what": f"dropped: {why}", "count": n} for why, n in dropped.items()]
+        + [{"what": f"duplicate prompts: {w}", "count": n} for w, n in duplicates.items()],
         description=f"Data report for {cfg.recipe}: {data.report_file}",
     )
+
+
+def _duplicate_counts(duplicates: dict[str, Any]) -> dict[str, int]:
+    """`within_train`, `across_val`, …: units whose prompt repeats (the report lists them)."""
+    return {
+        f"{where}_{split}": int(entry.get("count", 0))
+        for where in ("within", "across")
+        for split, entry in (duplicates.get(where) or {}).items()
+    }
 
 
 @task(name="record-training", **_retrying)
@@ -94,11 +109,20 @@ def record_training(cfg: RunConfig, run_id: str, outcome: Any) -> None:
 def record_evaluation(
     cfg: RunConfig, run_id: str, label: str, result: dict[str, Any]
 ) -> dict[str, float]:
-    """Log `eval/<metric>` as `<label>/<metric>` (e.g. before/accuracy) with a predictions table."""
+    """Log `eval/<metric>` as `<label>/<metric>` (e.g. before/accuracy), the predictions table,
+    the details (`eval/<label>_details.json`: confusion, breakdowns, overlap) and the pictures
+    (`plots/<label>_*.png`)."""
+    from judgeflow.evaluation import JudgeEvaluation, write_evaluation_artifacts
+
     metrics = {f"{label}/{k.removeprefix('eval/')}": v for k, v in result["metrics"].items()}
     tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
     tracker.log_metrics(metrics)
     tracker.log_table(result["rows"], f"eval/{label}_predictions.json")
+    if result.get("details"):
+        evaluation = JudgeEvaluation(result["metrics"], result["rows"], result["details"])
+        with tempfile.TemporaryDirectory() as tmp:
+            for path in write_evaluation_artifacts(evaluation, cfg.mode, label, Path(tmp)):
+                tracker.log_artifact(path, "plots" if path.suffix == ".png" else "eval")
     return metrics
 
 
@@ -143,11 +167,24 @@ class StageRecorder:
             if row["stage"] == stage:
                 row.setdefault("metrics", {}).update(metrics)
 
+    def mark(self, stage: str, status: str) -> None:
+        """Correct a stage's status: `register` reusing an earlier version is `cached`."""
+        for row in self.rows:
+            if row["stage"] == stage:
+                row["status"] = status
+
+    def add_note(self, stage: str, note: str) -> None:
+        """A line for people (the registry's decision) in the stage's summary row."""
+        for row in self.rows:
+            if row["stage"] == stage:
+                row["note"] = note
+
 
 #: The run-summary's metric columns, in order: a stage's `<anything>/<name>` metric lands in
 #: the column `<name>` (e.g. `after/reward_mean` and `train/reward_mean` both in reward_mean).
 SUMMARY_COLUMNS = ("global_step", "reward_mean", "format_failure_rate", "exact_match", "mae",
-                   "accuracy", "ranking_reward", "loss")  # fmt: skip
+                   "accuracy", "consistent_accuracy", "position_bias", "ranking_accuracy",
+                   "loss", "overlap_rows")  # fmt: skip
 
 
 def summary_table(
@@ -156,7 +193,11 @@ def summary_table(
     """One row per stage, one column per key metric (empty where a stage has none)."""
     table = []
     for row in rows:
-        metrics = {key.rsplit("/", 1)[-1]: value for key, value in row.get("metrics", {}).items()}
+        metrics = {
+            key.rsplit("/", 1)[-1]: value
+            for key, value in row.get("metrics", {}).items()
+            if "/subset/" not in key  # the per-subset breakdown is in the evaluation's details
+        }
         entry: dict[str, Any] = {
             "stage": row["stage"],
             "status": row["status"],
@@ -166,11 +207,13 @@ def summary_table(
             value = metrics.get(column)
             entry[column] = round(float(value), 4) if isinstance(value, int | float) else ""
         entry["slurm_job_ids"] = ", ".join(jobs.get(_job_stage(row["stage"]), []))
+        entry["note"] = row.get("note", "")
         entry["error"] = row.get("error", "")
         entry["mlflow"] = link
         table.append(entry)
-    used = {c for c in SUMMARY_COLUMNS if any(e[c] != "" for e in table)}
-    return [{k: v for k, v in e.items() if k not in SUMMARY_COLUMNS or k in used} for e in table]
+    optional = (*SUMMARY_COLUMNS, "note")
+    used = {c for c in optional if any(e[c] != "" for e in table)}
+    return [{k: v for k, v in e.items() if k not in optional or k in used} for e in table]
 
 
 @task(name="publish-summary", **_retrying)

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,20 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real `mlflow server` on SQLite with a local artifact root; yields its URI."""
-    root = tmp_path_factory.mktemp("mlflow")
+    with running_mlflow_server(tmp_path_factory.mktemp("mlflow")) as uri:
+        yield uri
+
+
+@pytest.fixture
+def own_mlflow_server(tmp_path: Path) -> Iterator[str]:
+    """A real `mlflow server` of this test alone: an empty model registry (no champion yet)."""
+    with running_mlflow_server(tmp_path / "mlflow") as uri:
+        yield uri
+
+
+@contextmanager
+def running_mlflow_server(root: Path) -> Iterator[str]:
+    root.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log = root / "server.log"
     proc = subprocess.Popen(

@@ -10,7 +10,7 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -47,9 +47,10 @@ class InputFormat(StrEnum):
 
 def _user_errors() -> tuple[type[Exception], ...]:
     from judgeflow.data import DataError
-    from judgeflow.storage import SourceError
+    from judgeflow.model_registry import RegistryError
+    from judgeflow.storage import SourceError, StoreError
 
-    return (ConfigError, DataError, SourceError, FileNotFoundError)
+    return (ConfigError, DataError, SourceError, StoreError, RegistryError, FileNotFoundError)
 
 
 def _warn(message: str) -> None:
@@ -77,6 +78,13 @@ def prepare_judge_cmd(
     balance_positions: Annotated[
         bool, typer.Option(help="Swap A/B in half the pairwise rows (label flipped).")
     ] = False,
+    both_orders: Annotated[
+        bool,
+        typer.Option(
+            help="Pairwise: write every pair in both A/B orders (an evaluation file); the "
+            "--val-fraction split always is."
+        ),
+    ] = False,
     seed: Annotated[int, typer.Option(help="Seed for the split and the swaps.")] = 0,
     tokenizer: Annotated[
         Path | None, typer.Option(help="Tokenizer dir for the prompt length filter.")
@@ -103,6 +111,7 @@ def prepare_judge_cmd(
             str(output),
             val_fraction=val_fraction,
             balance_positions=balance_positions,
+            both_orders=both_orders,
             seed=seed,
             tokenizer=str(tokenizer) if tokenizer else None,
             max_prompt_length=max_prompt_length,
@@ -120,6 +129,7 @@ def prepare_judge_cmd(
     dropped = {k: v for k, v in report["dropped"]["by_reason"].items() if v}
     console.print(
         f"rows read {counts['rows_read']}, examples written {counts['examples_written']}, "
+        f"rows written {counts.get('rows_written', counts['examples_written'])}, "
         f"dropped {dropped or 'none'}"
     )
 
@@ -310,6 +320,134 @@ def run_cmd(
 PREFECT_STARTUP_TIMEOUT_S = 300
 
 
+class AnyMode(StrEnum):
+    pointwise = "pointwise"
+    pairwise = "pairwise"
+    grrm = "grrm"
+
+
+@app.command("evaluate")
+def evaluate_cmd(
+    model: Annotated[
+        str,
+        typer.Argument(help="models:/NAME@champion, models:/NAME/3, a model dir or store URI."),
+    ],
+    data: Annotated[
+        str,
+        typer.Option(
+            "--data", "-d", help="Prepared verl parquet or raw judge / GRRM data (any source URI)."
+        ),
+    ],
+    mode: Annotated[
+        AnyMode | None, typer.Option(help="The judge's kind; a registered version knows its own.")
+    ] = None,
+    recipe: Annotated[
+        str | None, typer.Option(help="Recipe for the settings (default: the version's own).")
+    ] = None,
+    profile: ProfileOption = None,
+    set_: SetOption = None,
+    allow_overlap: Annotated[
+        bool, typer.Option(help="Score rows the model trained on (reported) instead of refusing.")
+    ] = False,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Folder for predictions, details, PNGs.")
+    ] = None,
+) -> None:
+    """Evaluate a judge: metrics, per-subset breakdown, predictions and pictures (+ MLflow)."""
+    from judgeflow.evaluate_model import default_output_dir, evaluate_model
+
+    overrides = [*(set_ or []), *(["evaluation.allow_overlap=true"] if allow_overlap else [])]
+    out_dir = output or default_output_dir()
+    try:
+        result = evaluate_model(
+            model, data, mode=mode.value if mode else None, recipe=recipe, profile=profile,
+            overrides=overrides, output_dir=out_dir,
+        )  # fmt: skip
+    except _user_errors() as exc:
+        raise _fail(exc) from None
+    _print_evaluation(result, out_dir)
+
+
+def _wide_console() -> Console:
+    """A terminal's own width; piped into a file or grep, wide enough that no cell folds."""
+    return Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200)
+
+
+def _print_evaluation(result: Any, out_dir: Path) -> None:
+    from judgeflow.console import evaluation_tables
+
+    out = _wide_console()
+    named = f"{result.model}" + (f" ({result.version})" if result.version else "")
+    out.rule(f"[bold]{named}")
+    out.print(f"weights   : {result.model_dir}")
+    out.print(f"evaluated : {result.eval_file} ({int(result.metrics.get('eval/n', 0))} rows)")
+    overlap = result.details.get("overlap") or {}
+    if not overlap.get("checked"):
+        out.print("[yellow]overlap   : not checked: the model has no lineage (a base model)[/]")
+    elif overlap.get("overlapping_rows"):
+        out.print(
+            f"[yellow]overlap   : {overlap['overlapping_rows']} rows the model trained on were "
+            "scored (--allow-overlap)[/]"
+        )
+    else:
+        out.print("overlap   : none with the model's training data")
+    for table in evaluation_tables(result, result.mode):
+        out.print(table)
+    if result.mlflow_run_id:
+        out.print(f"MLflow run: {result.mlflow_run_id} (experiment judgeflow-evaluate)")
+    out.print(f"files     : {out_dir}")
+
+
+@app.command("models")
+def models_cmd(
+    name: Annotated[
+        str | None,
+        typer.Argument(help="A recipe (grpo-pointwise) or registered model; default: all."),
+    ] = None,
+) -> None:
+    """Registered judge models: versions, aliases, the gate's metric, decision and lineage."""
+    from rich.table import Table
+
+    from judgeflow.model_registry import ModelRegistry
+
+    registry = ModelRegistry()
+    try:
+        names = _registered_names(registry, name)
+    except _user_errors() as exc:
+        raise _fail(exc) from None
+    out = _wide_console()
+    if not names:
+        out.print("no registered models yet: a pipeline run registers its model at the end")
+        return
+    for registered in names:
+        table = Table(title=registered, title_justify="left")
+        for column in ("version", "aliases", "metric", "value", "decision", "data", "parent", "run"):  # fmt: skip
+            table.add_column(column, overflow="fold")
+        for v in registry.versions(registered):
+            metric = v.tags.get("judgeflow.primary_metric", "")
+            value = (v.evaluation(v.tags.get("judgeflow.eval_set")) or {}).get(metric)
+            decision = "forced" if v.tags.get("judgeflow.forced") == "true" else (
+                "promoted" if v.tags.get("judgeflow.promoted") == "true" else "challenger"
+            )  # fmt: skip
+            table.add_row(
+                v.version, ", ".join(v.aliases), metric,
+                "" if value is None else f"{value:.4f}", decision,
+                v.tags.get("judgeflow.data.source", ""), v.tags.get("judgeflow.parent_version", ""),
+                (v.run_id or "")[:12],
+            )  # fmt: skip
+        out.print(table)
+
+
+def _registered_names(registry: Any, name: str | None) -> list[str]:
+    """All judgeflow models; a recipe's model and its SFT model; or one registered name."""
+    if name is None:
+        return list(registry.names())
+    if name in list_recipes():
+        base = load_config(name).registered_model_name
+        return [n for n in (base, f"{base}-sft") if registry.versions(n)] or [base]
+    return [name]
+
+
 def _local_prefect_settings(home: Path, *, quiet_console: bool) -> None:
     """Prefect's state under JUDGEFLOW_HOME, a start-up wait sized for a slow machine, and (on a
     terminal, where progress bars show the run) only warnings from Prefect's console logger;
@@ -373,6 +511,12 @@ def _print_summary(summary: dict, home: Path) -> None:
     else:
         for key, value in sorted(summary.get("metrics", {}).items()):
             out.print(f"  {key:32s} {value:.4f}")
+    for decision in (summary.get("registry") or {}).values():
+        colour = "green" if decision["promoted"] else "yellow"
+        out.print(
+            f"registered    : [bold]{decision['name']} v{decision['version']}[/] "
+            f"[{colour}]{decision['verdict']}[/]: {decision['reason']}"
+        )
     uri = summary.get("tracking_uri", "")
     prefect_home = os.environ.get("PREFECT_HOME", str(home / "prefect"))
     out.print("\nOpen the UIs:")

@@ -20,7 +20,7 @@ from typing import Any
 
 from judgeflow.data.errors import DataError
 from judgeflow.data.io import atomic_write_text
-from judgeflow.data.prompt_hashes import chat_prompt_hash, row_prompt_hash
+from judgeflow.data.prompt_hashes import row_prompt_hash
 
 __all__ = [
     "LINEAGE_FILE",
@@ -104,8 +104,9 @@ def file_prompt_hashes(path: str | Path, mode: str) -> set[str]:
     names = set(table.column_names)
     if "prompt_hash" in names:
         return {str(h) for h in table.column("prompt_hash").to_pylist() if h}
-    if "messages" in names:
-        return {chat_prompt_hash(m or []) for m in table.column("messages").to_pylist()}
+    if "messages" in names:  # an SFT conversation: its user turn is the prompt
+        messages = table.column("messages").to_pylist()
+        return {row_prompt_hash(mode, {"prompt": m or []}) for m in messages}
     if "prompt" in names:
         return {row_prompt_hash(mode, row) for row in table.select(_row_columns(names)).to_pylist()}
     raise DataError(

@@ -18,7 +18,7 @@ import json
 import math
 import tempfile
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -112,12 +112,19 @@ def decide(
     margin: float,
     force: bool,
     name: str,
+    champion_gone: bool = False,
 ) -> tuple[bool, str]:
     """(promote?, why). The first version of a model becomes champion; later ones only when
-    `value` beats the champion's value on the same evaluation by more than `margin`."""
+    `value` beats the champion's value on the same evaluation by more than `margin`, or when
+    the champion's weights are gone (a champion nobody can load serves nobody)."""
     shown = "–" if value is None else f"{value:.4f}"
     if champion is None:
         return True, f"first version of {name}: becomes champion ({metric} {shown})"
+    if champion_gone and champion_value is None:
+        return True, (
+            f"promoted: champion v{champion.version}'s weights are gone ({champion.model_uri}), "
+            f"so it cannot be measured or served ({metric} {shown})"
+        )
     against = (
         f"champion v{champion.version}'s {champion_value:.4f}"
         if champion_value is not None
@@ -161,7 +168,11 @@ class ModelRegistry:
     def versions(self, name: str) -> list[VersionInfo]:
         """Every version of `name`, newest first."""
         found = self.client.search_model_versions(f"name = '{_quoted(name)}'")
-        infos = [self._info(v) for v in found]
+        aliases: dict[str, list[str]] = {}
+        if found:  # a search leaves the aliases out; the registered model has them
+            for alias, version in self.client.get_registered_model(name).aliases.items():
+                aliases.setdefault(str(version), []).append(alias)
+        infos = [replace(self._info(v), aliases=aliases.get(str(v.version), [])) for v in found]
         return sorted(infos, key=lambda v: int(v.version), reverse=True)
 
     def names(self) -> list[str]:
@@ -230,12 +241,15 @@ class ModelRegistry:
         margin: float = 0.0,
         force: bool = False,
         champion_evaluation: Mapping[str, float] | None = None,
+        note: str = "",
+        champion_gone: bool = False,
     ) -> Decision:
         """Register `model_uri` as a version of `name` (once: a version with the same weights
         is found again) and decide whether `champion` moves to it.
 
         `evaluation` holds this model's metrics on `eval_set` (bare names: `exact_match`);
-        `champion_evaluation` the champion's on the same set when the caller just measured it.
+        `champion_evaluation` the champion's on the same set when the caller just measured it;
+        `note` is added to the recorded reason.
         """
         champion = self.champion(name)
         existing = self.find(name, model_uri)
@@ -247,10 +261,12 @@ class ModelRegistry:
             champion_value = on_set.get(metric)
         value = (evaluation or {}).get(metric)
         promoted, reason = decide(
-            metric, value, champion, champion_value, margin=margin, force=force, name=name
-        )
+            metric, value, champion, champion_value, margin=margin, force=force, name=name,
+            champion_gone=champion_gone,
+        )  # fmt: skip
         if champion is not None and existing is not None and champion.version == existing.version:
             promoted, reason = True, f"already champion: {existing.ref}"
+        reason += f" {note}" if note and champion is not None else ""
         info = existing or self._create(name, model_uri, run_id, mode, tags, description)
         version = info.version
         decision_tags = {

@@ -48,8 +48,12 @@ def test_second_run_on_unchanged_data_submits_no_slurm_job(
     tags = mlflow.get_run(first["mlflow_run_id"]).data.tags
     job_id = tags["judgeflow.train.job_id"]
     assert _jobs(slurm_cluster, "judgeflow-train", since) == [(job_id, "COMPLETED")]
-    # The train task run is named after its job.
+    # The train task run is named after its job, and the registered version names it too.
     assert f"train[grpo-pointwise@slurm:{job_id}]" in _task_runs(tags["prefect.flow_run_id"])
+    version = mlflow.get_model_version(
+        "judge-grpo-pointwise", first["registry"]["final"]["version"]
+    )
+    assert version.tags["judgeflow.slurm_job_ids"] == job_id
 
     time.sleep(1.1)  # sacct -S has one-second resolution
     since = _now()
@@ -57,7 +61,9 @@ def test_second_run_on_unchanged_data_submits_no_slurm_job(
     second = judge_grpo(mode="pointwise", profile="tiny", overrides=overrides)
     print(f"second run (nothing changed): {time.monotonic() - start:.1f}s")
 
-    assert second["stages"] == {"download": "cached", "prepare": "cached", "train": "cached"}
+    assert second["stages"] == {
+        "download": "cached", "prepare": "cached", "train": "cached", "register[final]": "cached"
+    }  # fmt: skip
     assert second["checkpoint"] == first["checkpoint"]
     assert _jobs(slurm_cluster, "judgeflow-train", since) == []  # no job at all
     runs = _task_runs(mlflow.get_run(second["mlflow_run_id"]).data.tags["prefect.flow_run_id"])

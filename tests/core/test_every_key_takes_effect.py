@@ -4,6 +4,7 @@ in `ONLY_READ_BY`, and setting it for another warns by name.
 
 The walk perturbs one leaf at a time, on the recipe where that key means something, and compares
 the inputs each consumer would receive (the engines' `params_from` / verl's overrides, the
+evaluation's: the HF generator's arguments under TRL, verl's validation command under verl, the
 submitit parameters, the stage spec, the preparation's arguments). No consumer is stubbed: these
 are the functions the pipeline calls.
 """
@@ -25,9 +26,12 @@ from judgeflow.cluster.submit import executor_options, executor_parameters
 from judgeflow.config import ConfigError, IgnoredKeyWarning, RunConfig, load_config
 from judgeflow.engines import llamafactory, trl
 from judgeflow.engines.verl import verl_overrides
+from judgeflow.engines.verl_eval import evaluation_gpus, validation_overrides
 from judgeflow.evaluation import params_from as evaluation_params
 from judgeflow.key_readers import ONLY_READ_BY
 from judgeflow.stages import evaluation_job_config, grrm_rl_train_job, stage_spec, store_for
+from judgeflow.stages.evaluate import overlap_params
+from judgeflow.stages.register import gate_params
 from judgeflow.storage import Manifest, ManifestFile
 from judgeflow.tracking import resolve_tracking_uri
 
@@ -49,6 +53,7 @@ SWITCHES = {
     "grpo.adv_estimator": "one allowed value (grpo), passed to verl (test_adv_estimator below)",
     "storage.credentials_block": "S3 keys from a Prefect block (tests/flows/test_credentials.py)",
     "cluster.poll_s": "how often a job is polled (tasks/jobs.py → cluster/monitor.py)",
+    "register.enabled": "adds the register stages (tests/flows/test_registry.py)",
 }
 
 MANIFEST = Manifest(
@@ -65,12 +70,13 @@ def consumers(cfg: RunConfig) -> dict[str, Any]:
         "executor": executor_parameters(cfg.cluster, name="train"),
         "executor_options": executor_options(cfg.cluster),
         "spec": asdict(stage_spec(cfg, "train", "run", {}, dry_run=True)),
-        "evaluation": evaluation_params(cfg),
         "evaluation_job": executor_parameters(evaluation_job_config(cfg).cluster, name="eval"),
         "sft": asdict(llamafactory.params_from(cfg, "/out/sft")),
         "store": store_for(cfg).root,
         "tracking": (cfg.tracking.experiment, resolve_tracking_uri(cfg.tracking.tracking_uri)),
         "model": cfg.model.path,
+        "gate": gate_params(cfg),  # the registry's champion gate
+        "overlap": overlap_params(cfg),  # the contamination check before any evaluation
     }
     if cfg.mode == "grrm":
         seen["prepare"] = asdict(grrm_rl_train_job(cfg, MANIFEST))
@@ -79,9 +85,17 @@ def consumers(cfg: RunConfig) -> dict[str, Any]:
         seen["prepare"] = prepare_identity(cfg)
     if cfg.resolved_engine == "trl":
         seen["trl"] = asdict(trl.params_from(cfg, "/out"))
+        seen["evaluation"] = evaluation_params(cfg)
     else:
         seen["verl"] = verl_overrides(
             cfg, train_files=["/t.parquet"], val_files=["/v.parquet"], checkpoint_dir="/ckpt"
+        )
+        seen["evaluation"] = validation_overrides(  # verl's validation mode generates
+            cfg,
+            eval_file="/v.parquet",
+            train_file="/t.parquet",
+            output_dir="/eval",
+            n_gpus=evaluation_gpus(cfg),
         )
     return seen
 
@@ -159,7 +173,7 @@ def setups(key: str) -> list[tuple[str, list[str]]]:
         recipes = ["grpo-pairwise"]
     else:
         recipes = ["grpo-pointwise", "grpo-pairwise", "grrm-full"]
-    runs = [verl] if owner in ("verl", "slurm") else [trl_, verl]
+    runs = [verl] if owner in ("verl", "slurm") else [trl_] if owner == "trl" else [trl_, verl]
     return [(r, o) for o in runs for r in recipes]
 
 
@@ -213,6 +227,7 @@ def test_switches_and_declarations_name_real_keys() -> None:
         ("cluster.partition=gpu", "engine=trl", "slurm"),
         ("data.val_fraction=0.2", "engine=trl", "judge"),
         ("data.grrm.subgroup_augment=2", "engine=trl", "grrm"),
+        ("evaluation.batch_size=4", "cluster.backend=slurm", "trl"),
     ],
 )
 def test_a_key_for_another_engine_warns_by_name(override: str, engine: str, reader: str) -> None:

@@ -104,6 +104,8 @@ def test_versions_aliases_and_tags_on_a_real_server(mlflow_server: str) -> None:
     assert "judgeflow.slurm_job_ids" not in v1.tags  # empty values are not tags
     assert v1.description == "| metric | after |"
     assert name in registry.names()
+    listed = {v.version: v.aliases for v in registry.versions(name)}
+    assert listed == {"3": ["champion"], "2": ["challenger"], "1": []}
 
     # The same weights again (a cached retraining): no new version, the earlier decision.
     again = registry.register(

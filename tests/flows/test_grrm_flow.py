@@ -37,7 +37,7 @@ def test_grrm_full_pipeline_sft_then_rlvr(
     # Ranking accuracy on the test split after SFT and after RLVR (16 items, greedy).
     m = run.data.metrics
     for label in ("sft", "after"):
-        assert 0.0 <= m[f"{label}/ranking_reward"] <= 1.0
+        assert 0.0 <= m[f"{label}/ranking_accuracy"] <= 1.0
         assert m[f"{label}/samples"] == 1.0
         assert m[f"{label}/n"] == 16.0
     # SFT taught the analysis / ranking / scores layout; RLVR did not undo it.
@@ -57,7 +57,7 @@ def test_grrm_full_pipeline_sft_then_rlvr(
     tags = client.get_run(rlvr["mlflow_run_id"]).data.tags
     assert tags["judgeflow.train.start_model"] == str(sft_dir)
     assert rlvr["stages"] == dict.fromkeys(rlvr["stages"], "cached")
-    assert set(rlvr["stages"]) == {"download", "prepare", "evaluate[before]", "train", "evaluate[after]"}  # fmt: skip
+    assert set(rlvr["stages"]) == {"download", "prepare", "evaluate[before]", "train", "evaluate[after]", "register[final]"}  # fmt: skip
     assert rlvr["checkpoint"] == summary["checkpoint"]
 
     again = grrm(

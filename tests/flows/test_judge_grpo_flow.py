@@ -33,8 +33,11 @@ def test_judge_grpo_flow_sft_then_grpo_learns_and_tracks(
 
     from flows.judge_grpo import judge_grpo
 
+    name = f"judge-grpo-{mode}-flowtest"  # its own registered model on the shared server
     summary = judge_grpo(
-        mode=mode, profile="tiny", overrides=[f"tracking.tracking_uri={mlflow_server}"]
+        mode=mode,
+        profile="tiny",
+        overrides=[f"tracking.tracking_uri={mlflow_server}", f"register.model_name={name}"],
     )
 
     # The checkpoint exists and is a loadable model directory.
@@ -82,6 +85,19 @@ def test_judge_grpo_flow_sft_then_grpo_learns_and_tracks(
     metric = "exact_match" if mode == "pointwise" else "accuracy"
     assert m[f"after/{metric}"] > m[f"sft/{metric}"]
     assert m["data/rows_train"] > 0 and m["data/sft_rows_written"] > 0
+    # Every validation pair judged in both orders: GRPO dropped the SFT teacher's A bias.
+    assert m["data/rows_val"] == 2 * m["data/examples_val"]
+    assert m["after/pairs"] == m["data/examples_val"] and m["after/n"] == m["data/rows_val"]
+    assert m["after/consistent_accuracy"] > m["sft/consistent_accuracy"]
+    assert abs(m["after/position_bias"] - 0.5) < abs(m["sft/position_bias"] - 0.5)
+    assert m["after/overlap_rows"] == 0.0 and m["sft/overlap_rows"] == 0.0
+    # The trained judge became the first version of its registered model, the SFT model its parent.
+    final = summary["registry"]["final"]
+    assert final["name"] == name and final["version"] == "1" and final["promoted"]
+    assert final["metric"] == "consistent_accuracy"
+    version = client.get_model_version(name, "1")
+    assert version.tags["judgeflow.parent_version"] == f"{name}-sft/1"
+    assert version.tags["judgeflow.eval_set"] and "consistent_accuracy" in version.description
     # Data report, manifest, summary, the curves and the comparison are artifacts of the run.
     artifacts = _artifact_paths(client, run.info.run_id)
     assert {
@@ -90,6 +106,8 @@ def test_judge_grpo_flow_sft_then_grpo_learns_and_tracks(
         f"data/{mode}.report.json",
         "plots/training_curves.png",
         "plots/before_after.png",
+        "plots/after_subsets.png",
+        "eval/after_details.json",
         "eval/comparison.json",
     } <= artifacts
     rows = {row["metric"]: row for row in summary["comparison"]}
@@ -121,7 +139,9 @@ def test_judge_grpo_flow_sft_then_grpo_learns_and_tracks(
 
     table = json.loads(str(artifacts_by_key["run-summary"]))
     by_stage = {row["stage"]: row for row in table}
-    assert {"sft", "train", "evaluate[before]", "evaluate[sft]", "evaluate[after]"} <= set(by_stage)
+    assert {"sft", "train", "evaluate[before]", "evaluate[sft]", "evaluate[after]",
+            "register[sft]", "register[final]"} <= set(by_stage)  # fmt: skip
+    assert by_stage["register[final]"]["note"].startswith("v1 promoted to champion")
     assert by_stage["evaluate[after]"]["reward_mean"] == pytest.approx(
         m["after/reward_mean"], abs=1e-4
     )

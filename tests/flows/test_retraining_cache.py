@@ -19,6 +19,9 @@ from mlflow.tracking import MlflowClient
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 STAGES = ("download", "prepare", "train")
+#: What the run summary lists: the stages, then registering the model (an earlier version with
+#: the same weights is reused: `cached`).
+ROWS = (*STAGES, "register[final]")
 
 
 def test_unchanged_data_reuses_every_stage_and_changes_rerun_only_what_depends_on_them(
@@ -48,27 +51,30 @@ def test_unchanged_data_reuses_every_stage_and_changes_rerun_only_what_depends_o
 
     run = functools.partial(run, "sft.enabled=false")
     first, seen = run()
-    assert first["stages"] == dict.fromkeys(STAGES, "ran")
+    assert first["stages"] == dict.fromkeys(ROWS, "ran")
     assert [seen[s] for s in STAGES] == ["Completed"] * 3
 
     # Same data, same config: every stage from the cache, same checkpoint, tagged as cached.
     second, seen = run()
-    assert second["stages"] == dict.fromkeys(STAGES, "cached")
+    assert second["stages"] == dict.fromkeys(ROWS, "cached")
     assert [seen[s] for s in STAGES] == ["Cached"] * 3
     assert second["checkpoint"] == first["checkpoint"]
+    assert second["registry"]["final"]["version"] == first["registry"]["final"]["version"]
     assert {seen[f"judgeflow.cached.{s}"] for s in STAGES} == {"true"}
     assert seen["judgeflow.train.mlflow_run_id"] == first["mlflow_run_id"]  # trained there
 
     # One row of the source changes: everything downstream of the data runs again.
     edit_row(sample_source, 0, lambda r: r["output"][0]["answer"].update(content="Changed."))
     third, seen = run()
-    assert third["stages"] == dict.fromkeys(STAGES, "ran")
+    assert third["stages"] == dict.fromkeys(ROWS, "ran")
     assert third["checkpoint"] != first["checkpoint"]
     assert seen["judgeflow.cached.download"] == "false"
 
     # Only a training parameter changes: the data stages are reused, training runs.
     fourth, seen = run("grpo.learning_rate=2e-5")
-    assert fourth["stages"] == {"download": "cached", "prepare": "cached", "train": "ran"}
+    assert fourth["stages"] == {
+        "download": "cached", "prepare": "cached", "train": "ran", "register[final]": "ran"
+    }  # fmt: skip
     assert [seen[s] for s in STAGES] == ["Cached", "Cached", "Completed"]
 
     # A cached checkpoint that was deleted is not handed out: training runs again.

@@ -403,6 +403,7 @@ def run_verl_stage(
     runner: Runner | None = None,
     progress: Callable[[int, int], None] | None = None,
     metrics_sink: Callable[[dict[str, float], int], None] | None = None,
+    before_publish: Callable[[Path], None] | None = None,
 ) -> dict[str, Any]:
     """Train with verl on the Ray cluster of this job, merge, publish; runs on the Ray head.
 
@@ -411,7 +412,8 @@ def run_verl_stage(
 
     The environment must already point at the job's Ray cluster (`RAY_ADDRESS`, set by the
     stage bootstrap). A re-run resumes from the last checkpoint (`trainer.resume_mode=auto`).
-    `publish_to` are the artifact-store key parts of the final model, e.g. `("models", run_id)`.
+    `publish_to` are the artifact-store key parts of the final model, e.g. `("models", run_id)`;
+    `before_publish(hf_dir)` may add files to the model first (its lineage).
     Returns `{"model_dir", "checkpoint_dir", "global_step"}`.
     """
     from judgeflow.storage import ArtifactStore
@@ -451,6 +453,8 @@ def run_verl_stage(
     if code != 0:
         raise VerlStageError(f"{MAIN_PPO} exited with code {code}")
     step, hf_dir = finish_checkpoint(checkpoint_dir, python=python, runner=runner, env=env)
+    if before_publish is not None:
+        before_publish(hf_dir)
     model_uri = ArtifactStore(cfg.storage.root).publish(hf_dir, *publish_to)
     return VerlStageResult(
         model_dir=model_uri,

@@ -1,19 +1,70 @@
-"""The evaluation stage: a judge's metrics and predictions on the validation rows."""
+"""The evaluation stage: a judge's metrics and predictions on the validation rows.
+
+It refuses to score a model on rows whose prompt the model trained on (its lineage file, see
+`judgeflow.decontamination`) unless `evaluation.allow_overlap`, and names the evaluation set it
+measured on (`evaluation_set`), so the registry compares models only on the same one.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from judgeflow.config import RunConfig
+from judgeflow.data.io import sha256_file
 from judgeflow.stages.common import PreparedData, fetch
 
 
-def evaluate_stage(cfg: RunConfig, model_dir: str, data: PreparedData) -> dict[str, Any]:
-    """Judge metrics of `model_dir` on the validation split (predictions for a table)."""
-    from judgeflow.evaluation import evaluate_judge, params_from
+def evaluation_set(cfg: RunConfig, eval_file: str | Path) -> str:
+    """What makes two evaluations comparable: the evaluation data's content and the settings
+    that change what is generated (not the batch size or the engine: both give the same)."""
+    from judgeflow.evaluation import params_from
+
+    settings = {k: v for k, v in params_from(cfg).items() if k != "batch_size"}
+    blob = json.dumps([sha256_file(eval_file), settings], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def overlap_params(cfg: RunConfig) -> dict[str, Any]:
+    """What the contamination check is given for `cfg`."""
+    return {"mode": cfg.mode, "allow_overlap": cfg.evaluation.allow_overlap}
+
+
+def evaluate_stage(
+    cfg: RunConfig, model_dir: str, data: PreparedData, *, workdir: str | Path | None = None
+) -> dict[str, Any]:
+    """Judge metrics of `model_dir` on the validation split: `metrics` (`eval/…`), `rows`
+    (predictions) and `details` (confusion, breakdowns, overlap, evaluation set)."""
+    from judgeflow.decontamination import check_overlap
+    from judgeflow.evaluation import evaluate_judge, evaluation_rows, params_from, read_rows
 
     if not data.val_file:
-        return {"metrics": {}, "rows": []}
+        return {"metrics": {}, "rows": [], "details": {}}
     model = fetch(cfg, model_dir)  # a model in the store: its verified local copy
-    result = evaluate_judge(model, fetch(cfg, data.val_file), **params_from(cfg))
-    return {"metrics": dict(result.metrics), "rows": list(result.predictions)}
+    eval_file = fetch(cfg, data.val_file)
+    params = params_from(cfg)
+    rows = evaluation_rows(cfg.mode, read_rows(eval_file, params["limit"]))
+    overlap = check_overlap(
+        model, rows, what=f"the validation data {data.val_file}", **overlap_params(cfg)
+    )
+    generator = None
+    if cfg.resolved_engine == "verl":
+        from judgeflow.engines.verl_eval import verl_generator_for
+
+        scratch = workdir or os.environ.get("JUDGEFLOW_STAGE_DIR") or tempfile.mkdtemp()
+        train_file = fetch(cfg, data.train_file)
+        generator = verl_generator_for(cfg, model, eval_file, train_file, scratch)
+    result = evaluate_judge(model, eval_file, generator=generator, **params)
+    metrics = {**result.metrics, "eval/overlap_rows": float(len(overlap.overlapping))}
+    details = {
+        **result.details,
+        "overlap": overlap.to_dict(),
+        "eval_set": evaluation_set(cfg, eval_file),
+        "model": model_dir,
+        "data": data.val_file,
+    }
+    return {"metrics": metrics, "rows": list(result.predictions), "details": details}

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from judgeflow.config import RunConfig
+from judgeflow.decontamination import write_lineage
 from judgeflow.stages.common import (
     PreparedData,
     Progress,
@@ -31,8 +34,18 @@ def train_stage(
     """GRPO on the prepared data with the configured engine: TRL here, verl on a GPU cluster.
 
     Both resume from the newest checkpoint in `output_dir`, so a resubmitted job continues.
+    The final model carries its lineage (`judgeflow.decontamination`): this stage's training
+    prompts and those of the model it started from.
     """
     cfg = with_policy(cfg, fetch(cfg, cfg.model.path))  # e.g. an SFT model in the store
+    lineage = partial(
+        write_lineage,
+        stage="grpo" if cfg.mode != "grrm" else "rlvr",
+        mode=cfg.mode,
+        data_file=fetch(cfg, data.train_file),
+        data_uri=data.train_file,
+        start_model=cfg.model.path,
+    )
     data = replace(
         data,
         train_file=fetch(cfg, data.train_file),
@@ -46,6 +59,7 @@ def train_stage(
             run_id=run_id,
             metrics_sink=metrics_sink,
             progress=progress,
+            before_publish=lineage,
         )
     from judgeflow.engines import trl
 
@@ -58,6 +72,7 @@ def train_stage(
         resume=True,
     )
     final = Path(result.final_model_dir)
+    lineage(final)
     return TrainedModel(
         model_dir=_published(cfg, final, "runs", run_id or "local", "final")(str(final)),
         checkpoint_dir=str(result.last_checkpoint) if result.last_checkpoint else None,
@@ -75,6 +90,7 @@ def _train_with_verl(
     run_id: str | None,
     metrics_sink: Callable[[dict[str, float], int], None] | None = None,
     progress: Progress | None = None,
+    before_publish: Callable[[Path], Any] | None = None,
 ) -> TrainedModel:
     """verl's trainer on this job's Ray cluster; metrics go to the pipeline's MLflow run."""
     from judgeflow.engines.verl import run_verl_stage
@@ -99,6 +115,7 @@ def _train_with_verl(
         experiment_name=run_name,
         progress=progress,  # verl's step log: progress and the standard train/* val/* names
         metrics_sink=metrics_sink,
+        before_publish=before_publish,
     )
     return TrainedModel(
         model_dir=str(result["model_dir"]),
@@ -122,11 +139,17 @@ def sft_stage(
     from judgeflow.engines import llamafactory
 
     cfg = with_policy(cfg, fetch(cfg, cfg.model.path))
+    local_file = fetch(cfg, sft_file)
     result = llamafactory.run_sft(
         llamafactory.params_from(cfg, output_dir),
-        fetch(cfg, sft_file),
+        local_file,
         metrics_sink=metrics_sink,
         progress=progress,
     )
+    if os.environ.get("NODE_RANK", "0") == "0":  # one lineage file, from the node that saves
+        write_lineage(
+            result.model_dir, stage="sft", mode=cfg.mode, data_file=local_file,
+            data_uri=sft_file, start_model=cfg.model.path,
+        )  # fmt: skip
     model = _published(cfg, Path(result.model_dir), "runs", run_id or "local", "sft")
     return {"model_dir": model(str(result.model_dir)), "metrics": dict(result.metrics)}

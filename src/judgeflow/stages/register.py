@@ -1,0 +1,200 @@
+"""The register stage: a trained model becomes an MLflow model version with its lineage, and the
+champion gate decides whether `champion` moves to it (`judgeflow.model_registry`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from judgeflow.config import RunConfig
+from judgeflow.data.io import exists
+from judgeflow.model_registry import Decision, ModelRegistry, VersionInfo
+from judgeflow.stages.common import with_policy
+from judgeflow.tracking import Tracker
+
+#: Tags of the pipeline's MLflow run a version inherits (its lineage).
+INHERITED_TAGS = (
+    "judgeflow.recipe",
+    "judgeflow.config_hash",
+    "judgeflow.git_commit",
+    "judgeflow.base_model",
+    "judgeflow.data.source",
+    "judgeflow.data.manifest_hash",
+    "judgeflow.sft.source",
+    "judgeflow.sft.data_sha256",
+)
+SFT_SUFFIX = "-sft"
+
+
+def registered_name(cfg: RunConfig, kind: str) -> str:
+    """`kind` "final" is the recipe's model; "sft" its warm-start models (`<name>-sft`)."""
+    return cfg.registered_model_name + (SFT_SUFFIX if kind == "sft" else "")
+
+
+def primary_metric(cfg: RunConfig) -> str:
+    from judgeflow.evaluation import PRIMARY_METRIC
+
+    return cfg.register.primary_metric or PRIMARY_METRIC[cfg.mode]
+
+
+def gate_params(cfg: RunConfig, kind: str = "final") -> dict[str, Any]:
+    """What the registry's gate is given for `cfg`: the model, its metric, margin and force."""
+    return {
+        "name": registered_name(cfg, kind),
+        "metric": primary_metric(cfg),
+        "margin": cfg.register.margin,
+        "force": cfg.register.force,
+    }
+
+
+def champion_to_measure(
+    cfg: RunConfig, kind: str, evaluation: Mapping[str, Any] | None
+) -> VersionInfo | None:
+    """The champion, when the gate needs its numbers on this run's evaluation set and the
+    registry has none (the data or the evaluation settings changed since it was measured)."""
+    eval_set = (evaluation or {}).get("details", {}).get("eval_set")
+    if not cfg.register.enabled or not eval_set or cfg.register.force:
+        return None
+    champion = ModelRegistry(cfg.tracking.tracking_uri).champion(registered_name(cfg, kind))
+    if champion is None or champion.evaluation(eval_set) is not None:
+        return None
+    return champion if exists(champion.model_uri) else None  # gone: the gate says so
+
+
+def champion_config(cfg: RunConfig, model_uri: str) -> RunConfig:
+    """`cfg` for evaluating the champion on this run's data: its weights, and overlap with its
+    own training data reported instead of refused (it may have trained on prompts that are
+    validation data now; the decision then says so)."""
+    evaluation = cfg.evaluation.model_copy(update={"allow_overlap": True})
+    return with_policy(cfg, model_uri).model_copy(update={"evaluation": evaluation})
+
+
+def register_stage(
+    cfg: RunConfig,
+    *,
+    run_id: str,
+    model_dir: str,
+    kind: str,
+    evaluation: Mapping[str, Any] | None,
+    champion_evaluation: Mapping[str, Any] | None = None,
+    job_ids: Sequence[str] = (),
+    comparison: Sequence[Mapping[str, Any]] = (),
+) -> Decision:
+    """Register `model_dir` (the `cfg` run's `kind` model) and decide on `champion`.
+
+    `evaluation` / `champion_evaluation` are evaluate-stage results (`metrics` with `eval/…`
+    names, `details` with the evaluation set) of this model and of the champion. The parent
+    SFT version is the `-sft` version whose weights this model started from (`model.path`).
+    """
+    registry = ModelRegistry(cfg.tracking.tracking_uri)
+    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
+    run_tags = tracker.client.get_run(run_id).data.tags
+    gate = gate_params(cfg, kind)
+    name, metric = gate["name"], gate["metric"]
+    parent = registry.find(registered_name(cfg, "sft"), cfg.model.path) if kind != "sft" else None
+    champion = registry.champion(name)
+    ours = _bare(evaluation)
+    theirs = _bare(champion_evaluation)
+    eval_set = (evaluation or {}).get("details", {}).get("eval_set")
+    tags = {key: run_tags.get(key) for key in INHERITED_TAGS}
+    tags |= {
+        "judgeflow.data.revision": cfg.data.revision,
+        "judgeflow.code_version": _code_version(),
+        "judgeflow.slurm_job_ids": ",".join(job_ids),
+        "judgeflow.start_model": cfg.model.path,
+        "judgeflow.parent_version": parent.ref if parent else None,
+        "judgeflow.kind": kind,
+    }
+    decision = registry.register(
+        name=name,
+        model_uri=model_dir,
+        run_id=run_id,
+        mode=cfg.mode,
+        metric=metric,
+        evaluation=ours,
+        eval_set=eval_set,
+        tags=tags,
+        description=description(name, metric, ours, theirs, evaluation, comparison),
+        margin=gate["margin"],
+        force=gate["force"],
+        champion_evaluation=theirs,
+        note=_overlap_note(champion_evaluation),
+        champion_gone=champion is not None and not exists(champion.model_uri),
+    )
+    tracker.set_tags(
+        {
+            f"judgeflow.registered.{name}": decision.version,
+            f"judgeflow.registered.{name}.decision": decision.reason,
+            f"judgeflow.registered.{name}.url": decision.url,
+        }
+    )
+    return decision
+
+
+def description(
+    name: str,
+    metric: str,
+    ours: Mapping[str, float] | None,
+    theirs: Mapping[str, float] | None,
+    evaluation: Mapping[str, Any] | None,
+    comparison: Sequence[Mapping[str, Any]] = (),
+) -> str:
+    """The version's description: its evaluation table (markdown), as the MLflow UI shows it."""
+    if not ours:
+        return f"{name}: registered without an evaluation."
+    details = (evaluation or {}).get("details", {})
+    lines = [
+        f"Evaluation on `{details.get('data', 'the validation split')}` "
+        f"(set `{details.get('eval_set', '?')}`); gate metric **{metric}**.",
+        "",
+        "| metric | this version | champion |",
+        "|---|---|---|",
+    ]
+    for key in sorted(ours, key=lambda k: (k != metric, k)):
+        champ = theirs.get(key) if theirs else None
+        lines.append(f"| {key} | {ours[key]:.4f} | {'' if champ is None else f'{champ:.4f}'} |")
+    subsets = details.get("subsets") or []
+    if subsets:
+        lines += ["", f"| subset | {metric} | n |", "|---|---|---|"]
+        for values in subsets:
+            value = values.get(metric)
+            shown = "" if value is None else f"{float(value):.4f}"
+            lines.append(f"| {values.get('subset')} | {shown} | {int(values.get('n', 0))} |")
+    if comparison:
+        labels = [k for k in comparison[0] if k not in ("metric", "change")]
+        lines += ["", "| metric | " + " | ".join(labels) + " |", "|---" * (len(labels) + 1) + "|"]
+        for row in comparison:
+            cells = [_cell(row.get(label)) for label in labels]
+            lines.append(f"| {row['metric']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _overlap_note(champion_evaluation: Mapping[str, Any] | None) -> str:
+    """Say so when the champion was measured on prompts it had trained on."""
+    rows = (champion_evaluation or {}).get("metrics", {}).get("eval/overlap_rows", 0)
+    if not rows:
+        return ""
+    return (
+        f"(the champion trained on {int(rows)} of these evaluation prompts: its score is inflated)"
+    )
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else ("" if value is None else str(value))
+
+
+def _bare(evaluation: Mapping[str, Any] | None) -> dict[str, float] | None:
+    """`eval/exact_match` -> `exact_match` (top-level metrics only)."""
+    if not evaluation or not evaluation.get("metrics"):
+        return None
+    return {
+        key.removeprefix("eval/"): float(value)
+        for key, value in evaluation["metrics"].items()
+        if key.count("/") == 1
+    }
+
+
+def _code_version() -> str:
+    from judgeflow.caching import TRAIN_CODE, code_version
+
+    return code_version(*TRAIN_CODE)

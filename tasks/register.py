@@ -1,0 +1,136 @@
+"""Register tasks: a trained model becomes an MLflow model version; the champion gate decides.
+
+`register_model` is what a flow calls after a model's evaluation: when the current champion has
+no numbers on this run's evaluation set, it is evaluated first (`evaluate[champion]`, cached
+like any evaluation), then `register` records the version and the decision. The decision shows
+in the `registry` artifact, the run summary and the flow's return value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import task
+from prefect.artifacts import create_markdown_artifact
+from prefect.runtime import flow_run
+
+from judgeflow import stages
+from judgeflow.config import RunConfig
+from judgeflow.stages.register import champion_config, champion_to_measure, register_stage
+from tasks.evaluate import evaluate
+from tasks.policies import BACKOFF, JITTER, cached, retry_transient
+from tasks.tracking import record_evaluation, submitted_jobs
+
+_retrying = {
+    "retries": 3,
+    "retry_delay_seconds": BACKOFF,
+    "retry_jitter_factor": JITTER,
+    "retry_condition_fn": retry_transient,
+}
+
+
+@task(name="find-champion", **_retrying)
+def find_champion(cfg: RunConfig, kind: str, evaluation: dict[str, Any] | None) -> str | None:
+    """The champion's weights, when the gate must measure it on this run's evaluation set."""
+    champion = champion_to_measure(cfg, kind, evaluation)
+    return champion.model_uri if champion else None
+
+
+@task(name="register", task_run_name="register[{kind}]", **_retrying)
+def register(
+    cfg: RunConfig,
+    run_id: str,
+    model_dir: str,
+    kind: str,
+    evaluation: dict[str, Any] | None,
+    champion_evaluation: dict[str, Any] | None = None,
+    comparison: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The model version and the gate's decision (`promoted`, `reason`, the numbers)."""
+    jobs = (
+        submitted_jobs(cfg.cluster.shared_dir, str(flow_run.get_id()))
+        if cfg.cluster.backend == "slurm"
+        else {}
+    )
+    decision = register_stage(
+        cfg,
+        run_id=run_id,
+        model_dir=model_dir,
+        kind=kind,
+        evaluation=evaluation,
+        champion_evaluation=champion_evaluation,
+        job_ids=jobs.get("sft" if kind == "sft" else "train", []),
+        comparison=comparison or [],
+    )
+    create_markdown_artifact(
+        key=f"registry-{kind}",
+        markdown=_markdown(decision.to_dict()),
+        description=f"{decision.name} v{decision.version}: {decision.verdict}",
+    )
+    return decision.to_dict()
+
+
+def register_model(
+    stage: Any,
+    cfg: RunConfig,
+    run_id: str,
+    data: stages.PreparedData,
+    model_dir: str,
+    kind: str,
+    evaluation: dict[str, Any] | None,
+    comparison: list[dict[str, Any]] | None = None,
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """Measure the champion on this evaluation set when needed, then register and decide.
+
+    `stage` is the flow's `StageRecorder`, so both steps show in the run summary. Returns the
+    decision and the champion's metrics when it was measured (`champion/…`, for the summary).
+    """
+    champion = find_champion(cfg, kind, evaluation)
+    measured, champion_metrics = None, {}
+    if champion:
+        label = "champion" if kind != "sft" else "champion-sft"
+        rival = champion_config(cfg, champion)
+        measured = stage(
+            f"evaluate[{label}]", cached(evaluate), rival, champion, data, run_id, label
+        )
+        champion_metrics = record_evaluation(cfg, run_id, label, measured)
+    decision = stage(
+        f"register[{kind}]",
+        register,
+        cfg,
+        run_id,
+        model_dir,
+        kind,
+        evaluation,
+        measured,
+        comparison,
+    )
+    if decision["already_registered"]:  # the same weights as an earlier run: nothing new
+        stage.mark(f"register[{kind}]", "cached")
+    stage.add_note(f"register[{kind}]", f"v{decision['version']} {decision['verdict']}: {decision['reason']}")  # fmt: skip
+    return decision, champion_metrics
+
+
+def _markdown(decision: dict[str, Any]) -> str:
+    def shown(value: Any) -> str:
+        return "–" if value is None else f"{value:.4f}"
+
+    champion = decision.get("champion_version")
+    return "\n".join(
+        [
+            f"# {decision['name']} v{decision['version']}: {decision['verdict']}",
+            "",
+            decision["reason"],
+            "",
+            "| | version | " + decision["metric"] + " |",
+            "|---|---|---|",
+            f"| this run | v{decision['version']} | {shown(decision['value'])} |",
+            f"| champion before | {'v' + champion if champion else '–'} | "
+            f"{shown(decision.get('champion_value'))} |",
+            "",
+            f"margin {decision['margin']:g}; forced: {str(decision['forced']).lower()}; "
+            f"evaluation set `{decision.get('eval_set') or '–'}`",
+            "",
+            f"[the version in MLflow]({decision['url']})" if decision.get("url") else "",
+        ]
+    )
