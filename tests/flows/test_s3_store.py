@@ -31,6 +31,7 @@ def test_a_whole_run_on_s3_then_an_unchanged_run_trains_nothing(
         "grpo.max_steps=2",
         "sft.num_train_epochs=1",
         "evaluation.limit=4",
+        "register.model_name=judge-s3-test",  # a registry of its own on the shared server
     ]
     first = judge_grpo(mode="pointwise", profile="tiny", overrides=overrides)
     assert first["checkpoint"].startswith("s3://jf-e2e/store/runs/")
@@ -47,6 +48,9 @@ def test_a_whole_run_on_s3_then_an_unchanged_run_trains_nothing(
     metrics = MlflowClient(mlflow_server).get_run(first["mlflow_run_id"]).data.metrics
     assert {"before/n", "sft/n", "after/n"} <= set(metrics)  # evaluated the models in S3
     assert metrics["after/n"] == 4
+    # The registered version points at the weights in the bucket.
+    version = MlflowClient(mlflow_server).get_model_version("judge-s3-test", "1")
+    assert version.tags["judgeflow.model_uri"] == first["checkpoint"]
 
     # Another machine: nothing of this one's staging or fetch cache. Everything is cached.
     shutil.rmtree(judgeflow_home / "staging")
@@ -71,6 +75,7 @@ def test_grrm_on_s3_reads_and_publishes_through_the_store(
         "sft.num_train_epochs=1",
         "grpo.max_steps=2",
         "evaluation.limit=4",
+        "register.model_name=grrm-s3-test",
     ]
     first = grrm(recipe="grrm-full", stage="full", profile="tiny", overrides=overrides)
     assert first["checkpoint"].startswith("s3://jf-grrm/store/runs/")

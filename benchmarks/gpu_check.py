@@ -1,0 +1,319 @@
+"""GPU check: judgeflow's TRL GRPO engine and HF judge evaluation on one CUDA device.
+
+    .venv/bin/python benchmarks/gpu_check.py --data DIR             # on a GPU: the full check
+    .venv/bin/python benchmarks/gpu_check.py --data DIR --steps 2   # CPU smoke (~30 s, 2 cores)
+    .venv/bin/python benchmarks/gpu_check.py --data DIR --parts tiny --seeds 0,1,2,3 --precision fp32
+
+DIR holds `sft/` (the tiny demo's SFT model) and `data/pointwise.parquet`,
+`data/pointwise.val.parquet` (its prepared data); `judgeflow run grpo-pointwise --profile tiny`
+leaves them under `$JUDGEFLOW_HOME/artifacts/runs/*/sft` and `artifacts/prepared/*/`.
+
+Part `tiny`: the tiny profile's GRPO (40 steps) from the SFT model, through the real entry
+points (`load_config` → `engines.trl.params_from` → `train_grpo`, validation file included as
+the flow passes it), with `evaluate_judge` (HFGenerator) on the validation split before and
+after. Part `big`: the same GRPO for a few steps on a random-init Qwen2 of about 100M parameters
+built offline with the tiny tokenizer and 256-token completions, to load a real GPU (without
+CUDA a small stand-in shape is used unless --big-preset gpu). Per part it measures the median
+seconds per optimizer step, peak GPU memory (torch.cuda.max_memory_allocated) in training and
+in evaluation, the mean training reward of the first vs last third of the steps, and the eval
+reward_mean / exact_match / format_failure_rate before → after. --json writes the figures;
+--seeds repeats each part per data.seed, --precision fp32 turns the engine's bf16 autocast off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gc
+import itertools
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+#: The big model's shape per preset: ~100M parameters on a GPU, a quick stand-in on CPU.
+BIG_SHAPES: dict[str, dict[str, int]] = {
+    "gpu": {"hidden": 768, "layers": 12, "intermediate": 3072, "heads": 12, "kv_heads": 4},
+    "cpu": {"hidden": 128, "layers": 2, "intermediate": 256, "heads": 2, "kv_heads": 1},
+}
+
+
+def build_big_model(tokenizer_dir: Path, out_dir: Path, shape: dict[str, int]) -> int:
+    """A random-init Qwen2 with the tiny model's tokenizer, saved like a checkpoint; its size."""
+    import torch
+    from transformers import AutoTokenizer, GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    pad_id = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    eos_id = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=shape["hidden"],
+        intermediate_size=shape["intermediate"],
+        num_hidden_layers=shape["layers"],
+        num_attention_heads=shape["heads"],
+        num_key_value_heads=shape["kv_heads"],
+        head_dim=shape["hidden"] // shape["heads"],
+        max_position_embeddings=8192,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=eos_id,
+        pad_token_id=pad_id,
+    )
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(config)
+    model.generation_config = GenerationConfig(eos_token_id=eos_id, pad_token_id=pad_id)
+    model.save_pretrained(out_dir, safe_serialization=True)
+    tokenizer.save_pretrained(out_dir)
+    return sum(p.numel() for p in model.parameters())
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _reset_peak() -> None:
+    import torch
+
+    gc.collect()
+    if _cuda():
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+
+
+def _peak_gib() -> float | None:
+    import torch
+
+    return torch.cuda.max_memory_allocated() / 2**30 if _cuda() else None
+
+
+def _evaluate(cfg: Any, model_dir: Path, val_file: Path) -> tuple[dict[str, float], float | None]:
+    from judgeflow.evaluation import evaluate_judge, params_from
+
+    _reset_peak()
+    start = time.perf_counter()
+    result = evaluate_judge(model_dir, val_file, **params_from(cfg))
+    metrics = dict(result.metrics)
+    metrics["seconds"] = time.perf_counter() - start
+    peak = _peak_gib()
+    gc.collect()
+    return metrics, peak
+
+
+def run_part(
+    name: str,
+    model_dir: Path,
+    data_dir: Path,
+    out_dir: Path,
+    overrides: list[str],
+    *,
+    precision: str = "auto",
+) -> dict[str, Any]:
+    """GRPO through judgeflow's entry points, evaluated before and after; the figures."""
+    import torch
+
+    from judgeflow.config import load_config
+    from judgeflow.engines import trl
+
+    train_file = data_dir / "pointwise.parquet"
+    val_file = data_dir / "pointwise.val.parquet"
+    cfg = load_config(
+        "grpo-pointwise",
+        profile="tiny",
+        overrides=[f"model.path={model_dir}", *overrides],
+        report=lambda line: print(f"[{name}] config: {line}", flush=True),
+    )
+    params = trl.params_from(cfg, out_dir / name)
+    if precision == "fp32":  # the engine's default is bf16 autocast on a bf16 GPU
+        params = dataclasses.replace(params, bf16=False)
+    print(f"[{name}] {params}", flush=True)
+
+    before, before_peak = _evaluate(cfg, model_dir, val_file)
+    print(f"[{name}] eval before: {before}", flush=True)
+
+    rewards: dict[int, float] = {}
+    lengths: dict[int, float] = {}
+    stamps: list[float] = []
+
+    def sink(metrics: dict[str, float], step: int) -> None:
+        if "train/reward_mean" in metrics:
+            rewards[step] = metrics["train/reward_mean"]
+        if "train/completion_length" in metrics:
+            lengths[step] = metrics["train/completion_length"]
+
+    _reset_peak()
+    start = time.perf_counter()
+    result = trl.train_grpo(
+        params,
+        train_file,
+        eval_file=val_file,  # as the flow's train stage passes it
+        metrics_sink=sink,
+        progress=lambda step, total: stamps.append(time.perf_counter()),
+        resume=False,
+    )
+    train_seconds = time.perf_counter() - start
+    train_peak = _peak_gib()
+
+    args = torch.load(result.final_model_dir / "training_args.bin", weights_only=False)
+    saved = json.loads((result.final_model_dir / "config.json").read_text())
+    weights = saved.get("dtype") or saved.get("torch_dtype")
+    after, after_peak = _evaluate(cfg, result.final_model_dir, val_file)
+    print(f"[{name}] eval after: {after}", flush=True)
+
+    steps = [rewards[s] for s in sorted(rewards)]
+    third = max(1, len(steps) // 3)
+    step_times = [b - a for a, b in zip([start, *stamps], stamps, strict=False)]
+    return {
+        "part": name,
+        "seed": cfg.data.seed,
+        "device": torch.cuda.get_device_name() if _cuda() else "cpu",
+        "dtype": f"{weights} weights" + (", bf16 autocast" if args.bf16 else ""),
+        "steps": result.global_step,
+        "completion_tokens_max": params.max_completion_length,
+        "completion_length_mean": statistics.fmean(lengths.values()) if lengths else None,
+        "seconds_per_step_median": statistics.median(step_times) if step_times else None,
+        "train_seconds": train_seconds,
+        "peak_gib_train": train_peak,
+        "peak_gib_eval": max((p for p in (before_peak, after_peak) if p is not None), default=None),
+        "reward_first_third": statistics.fmean(steps[:third]) if steps else None,
+        "reward_last_third": statistics.fmean(steps[-third:]) if steps else None,
+        "eval_before": before,
+        "eval_after": after,
+        "train_rewards": steps,
+    }
+
+
+def _fmt(value: Any, spec: str = ".3f") -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    def change(row: dict[str, Any], key: str) -> str:
+        before, after = row["eval_before"].get(key), row["eval_after"].get(key)
+        return f"{_fmt(before)} → {_fmt(after)}"
+
+    lines = [
+        ("device", lambda r: r["device"]),
+        ("dtype", lambda r: r["dtype"]),
+        ("seed (data.seed)", lambda r: str(r["seed"])),
+        ("parameters", lambda r: f"{r['parameters'] / 1e6:.1f}M"),
+        ("steps", lambda r: str(r["steps"])),
+        (
+            "completion len (mean/max)",
+            lambda r: f"{_fmt(r['completion_length_mean'], '.1f')}/{r['completion_tokens_max']}",
+        ),
+        ("s/step (median)", lambda r: _fmt(r["seconds_per_step_median"])),
+        ("train seconds (all)", lambda r: _fmt(r["train_seconds"], ".1f")),
+        ("peak GiB train", lambda r: _fmt(r["peak_gib_train"], ".2f")),
+        ("peak GiB eval", lambda r: _fmt(r["peak_gib_eval"], ".2f")),
+        (
+            "train reward 1st→last third",
+            lambda r: f"{_fmt(r['reward_first_third'])} → {_fmt(r['reward_last_third'])}",
+        ),
+        ("eval reward_mean", lambda r: change(r, "eval/reward_mean")),
+        ("eval exact_match", lambda r: change(r, "eval/exact_match")),
+        ("eval format_failure_rate", lambda r: change(r, "eval/format_failure_rate")),
+        (
+            "eval seconds (before/after)",
+            lambda r: (
+                f"{_fmt(r['eval_before']['seconds'], '.1f')}"
+                f"/{_fmt(r['eval_after']['seconds'], '.1f')}"
+            ),
+        ),
+    ]
+    cells = [[label, *(fn(r) for r in rows)] for label, fn in lines]
+    header = ["", *(r["part"] for r in rows)]
+    widths = [max(len(str(c[i])) for c in [header, *cells]) for i in range(len(header))]
+    for line in [header, *cells]:
+        print(" | ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True, help="folder with sft/ and data/")
+    parser.add_argument("--steps", type=int, help="cap both parts at N GRPO steps (CPU smoke)")
+    parser.add_argument("--big-steps", type=int, default=10)
+    parser.add_argument("--big-completion", type=int, default=256, help="big part's tokens")
+    parser.add_argument("--big-preset", choices=sorted(BIG_SHAPES), help="default: gpu on CUDA")
+    parser.add_argument("--parts", default="tiny,big")
+    parser.add_argument(
+        "--precision", choices=["auto", "fp32"], default="auto", help="fp32: no bf16 autocast"
+    )
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="config override, all parts"
+    )
+    parser.add_argument("--seeds", help="comma-separated data.seed values: one run each per part")
+    parser.add_argument("--out", type=Path, help="work folder (default: a temporary one)")
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    out = args.out or Path(tempfile.mkdtemp(prefix="gpu_check-"))
+    out.mkdir(parents=True, exist_ok=True)
+    sft_dir, data_dir = args.data / "sft", args.data / "data"
+    print(f"torch {torch.__version__}, cuda {_cuda()}, work folder {out}", flush=True)
+
+    seeds: list[str | None] = list(args.seeds.split(",")) if args.seeds else [None]
+    rows = []
+    for part, seed in itertools.product(args.parts.split(","), seeds):
+        extra = [*args.set, *([f"data.seed={seed}"] if seed is not None else [])]
+        suffix = f"-s{seed}" if seed is not None else ""
+        if part == "tiny":
+            overrides = [f"grpo.max_steps={args.steps}"] if args.steps else []
+            row = run_part(
+                f"tiny{suffix}",
+                sft_dir,
+                data_dir,
+                out,
+                [*overrides, *extra],
+                precision=args.precision,
+            )
+            row["parameters"] = _parameters(sft_dir)
+        elif part == "big":
+            preset = args.big_preset or ("gpu" if _cuda() else "cpu")
+            big_dir = out / "big-model"
+            size = build_big_model(sft_dir, big_dir, BIG_SHAPES[preset])
+            steps = min(args.big_steps, args.steps or args.big_steps)
+            overrides = [
+                f"grpo.max_steps={steps}",
+                "grpo.learning_rate=1e-5",  # the tiny profile's 1e-3 suits a 0.4M model only
+                f"data.max_response_length={args.big_completion}",
+                f"evaluation.max_new_tokens={args.big_completion}",
+            ]
+            row = run_part(
+                f"big-{preset}{suffix}",
+                big_dir,
+                data_dir,
+                out,
+                [*overrides, *extra],
+                precision=args.precision,
+            )
+            row["parameters"] = size
+        else:
+            parser.error(f"unknown part {part!r} (tiny, big)")
+        rows.append(row)
+        gc.collect()
+
+    print()
+    print_table(rows)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2, default=str))
+    return 0
+
+
+def _parameters(model_dir: Path) -> int:
+    from safetensors import safe_open
+
+    with safe_open(str(model_dir / "model.safetensors"), "pt") as f:
+        return sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())  # noqa: SIM118
+
+
+if __name__ == "__main__":
+    sys.exit(main())
