@@ -66,6 +66,11 @@ def test_make_demo_runs_as_the_readme_says_and_the_judge_learns() -> None:
     assert (Path(tags["judgeflow.sft.model_dir"]) / "config.json").is_file()
     plots = {a.path for a in client.list_artifacts(run.info.run_id, "plots")}
     assert {"plots/training_curves.png", "plots/before_after.png"} <= plots
+    # The judge and its SFT model are registered; the registry has a champion and says why.
+    assert re.search(r"registered +: judge-grpo-pointwise v\d+ ", output)
+    assert re.search(r"registered +: judge-grpo-pointwise-sft v\d+ ", output)
+    champion = client.get_model_version_by_alias("judge-grpo-pointwise", "champion")
+    assert champion.tags["judgeflow.primary_metric"] == "exact_match"
     # Prefect's and MLflow's state stayed in the project's .judgeflow, not in ~/.prefect.
     assert "memo_store.toml" not in output
     assert (REPO / ".judgeflow" / "prefect").is_dir()

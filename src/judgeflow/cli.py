@@ -515,7 +515,8 @@ def _print_summary(summary: dict, home: Path) -> None:
         colour = "green" if decision["promoted"] else "yellow"
         out.print(
             f"registered    : [bold]{decision['name']} v{decision['version']}[/] "
-            f"[{colour}]{decision['verdict']}[/]: {decision['reason']}"
+            f"[{colour}]{decision['reason']}[/]",
+            highlight=False,
         )
     uri = summary.get("tracking_uri", "")
     prefect_home = os.environ.get("PREFECT_HOME", str(home / "prefect"))

@@ -164,10 +164,12 @@ def evaluate_model(
     out.mkdir(parents=True, exist_ok=True)
     eval_file = evaluation_file(cfg, data, out)
     prepared = PreparedData(train_file=eval_file, val_file=eval_file, report_file="", report={})
-    result = evaluate_stage(cfg.model_copy(update={"engine": "trl"}), model_uri, prepared)
+    local = cfg.model_copy(update={"engine": "trl"})  # generated here, with the HF generator
+    result = evaluate_stage(local, model_uri, prepared, data_name=data)
     details = {**result["details"], "data": data, "model": model}
     evaluation = JudgeEvaluation(result["metrics"], result["rows"], details)
-    paths = write_evaluation_artifacts(evaluation, cfg.mode, "eval", out)
+    title = f"{version or model} on {data}"
+    paths = write_evaluation_artifacts(evaluation, cfg.mode, "eval", out, title=title)
     predictions = out / "predictions.json"
     predictions.write_text(json.dumps(result["rows"], indent=1, default=str) + "\n")
     paths.append(predictions)

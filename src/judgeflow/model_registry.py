@@ -192,8 +192,9 @@ class ModelRegistry:
     def find(self, name: str, model_uri: str) -> VersionInfo | None:
         """The version whose weights are `model_uri` (a re-run served from the cache)."""
         query = f"name = '{_quoted(name)}' and tags.`{TAG_MODEL_URI}` = '{_quoted(model_uri)}'"
-        found = [self._info(v) for v in self.client.search_model_versions(query)]
-        return min(found, key=lambda v: int(v.version)) if found else None
+        found = self.client.search_model_versions(query)  # (a search leaves aliases out)
+        first = min(found, key=lambda v: int(v.version)) if found else None
+        return self._info(self.client.get_model_version(name, first.version)) if first else None
 
     def resolve(self, uri: str) -> VersionInfo:
         """`models:/NAME@ALIAS`, `models:/NAME/VERSION` or `models:/NAME` (its newest version)."""

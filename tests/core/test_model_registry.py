@@ -113,6 +113,12 @@ def test_versions_aliases_and_tags_on_a_real_server(mlflow_server: str) -> None:
         tags={}, description="", **common,
     )  # fmt: skip
     assert again.already_registered and again.version == "2" and not again.promoted
+    champion_again = registry.register(
+        model_uri="/models/better", run_id=_run(client), evaluation={"exact_match": 0.75},
+        tags={}, description="", **common,
+    )  # fmt: skip
+    assert champion_again.already_registered and champion_again.promoted
+    assert "(champion)" in champion_again.reason
     assert len(registry.versions(name)) == 3
 
     # Forced promotion is recorded as forced.

@@ -35,10 +35,16 @@ def overlap_params(cfg: RunConfig) -> dict[str, Any]:
 
 
 def evaluate_stage(
-    cfg: RunConfig, model_dir: str, data: PreparedData, *, workdir: str | Path | None = None
+    cfg: RunConfig,
+    model_dir: str,
+    data: PreparedData,
+    *,
+    workdir: str | Path | None = None,
+    data_name: str | None = None,
 ) -> dict[str, Any]:
     """Judge metrics of `model_dir` on the validation split: `metrics` (`eval/…`), `rows`
-    (predictions) and `details` (confusion, breakdowns, overlap, evaluation set)."""
+    (predictions) and `details` (confusion, breakdowns, overlap, evaluation set). `data_name`
+    is how errors name the data (default: the validation file)."""
     from judgeflow.decontamination import check_overlap
     from judgeflow.evaluation import evaluate_judge, evaluation_rows, params_from, read_rows
 
@@ -49,7 +55,7 @@ def evaluate_stage(
     params = params_from(cfg)
     rows = evaluation_rows(cfg.mode, read_rows(eval_file, params["limit"]))
     overlap = check_overlap(
-        model, rows, what=f"the validation data {data.val_file}", **overlap_params(cfg)
+        model, rows, what=data_name or f"the validation data {data.val_file}", **overlap_params(cfg)
     )
     generator = None
     if cfg.resolved_engine == "verl":
