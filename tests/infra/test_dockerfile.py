@@ -1,4 +1,5 @@
-"""The GPU training image: Dockerfile lint (hadolint) and its pins checked against verl 0.6.1.
+"""The GPU training image: Dockerfile lint (hadolint) and its pins checked against verl 0.6.1;
+hadolint for the control plane's MLflow server image too (tests/infra/test_control_plane.py).
 
 Docker cannot run here, so the image is checked statically: hadolint must be clean, and the
 locked Python stack it installs must satisfy verl's own requirements and judgeflow's.
@@ -22,6 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"
 LOCK = REPO / "infra" / "docker" / "requirements-gpu.txt"
 LOCK_IN = REPO / "infra" / "docker" / "requirements-gpu.in"
+MLFLOW_DOCKERFILE = REPO / "infra" / "docker" / "mlflow" / "Dockerfile"  # the control plane's
 CONTROL_PLANE_ONLY = {"prefect", "prefect-ray"}  # judgeflow's flows/tasks; not in the image
 
 
@@ -53,8 +55,11 @@ def locked() -> dict[str, str]:
     return pins
 
 
-def test_dockerfile_is_hadolint_clean() -> None:
-    result = lint(DOCKERFILE)
+@pytest.mark.parametrize(
+    "path", [DOCKERFILE, MLFLOW_DOCKERFILE], ids=["gpu-image", "mlflow-server"]
+)
+def test_dockerfile_is_hadolint_clean(path: Path) -> None:
+    result = lint(path)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
