@@ -9,6 +9,8 @@ from judgeflow.data.errors import (
     DataError,
     DataFileNotFoundError,
     DataValidationError,
+    Hint,
+    OutputWriteError,
     RowIssue,
 )
 from judgeflow.data.examples import (
@@ -83,9 +85,11 @@ __all__ = [
     "GrrmShard",
     "GrrmShardPlan",
     "GrrmShardResult",
+    "Hint",
     "InputFormat",
     "Mode",
     "Origin",
+    "OutputWriteError",
     "PairwiseExample",
     "PointwiseExample",
     "Preference",

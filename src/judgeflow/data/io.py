@@ -6,6 +6,11 @@ directory and are published with `os.replace` (atomic on POSIX); on failure the 
 is untouched and the temporary file is removed. URLs (`s3://…`, `memory://…`) go through fsspec,
 where object stores publish an object only when it is closed; on failure we discard it when the
 filesystem supports that.
+
+A local output location that cannot take the file (disk full, read-only, a file where a
+directory should be: `OutputWriteError.is_output_problem`) raises `OutputWriteError` naming
+the destination, so the user reads which file and what to do instead of a traceback; other OS
+errors (I/O, network) pass unchanged, so the retry policy still sees them as transient.
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from judgeflow.data.errors import DataError, OutputWriteError
 
 PathLike = str | os.PathLike[str]
 
@@ -47,20 +54,56 @@ def atomic_writer(path: PathLike, *, mode: int | None = None) -> Iterator[IO[byt
             yield handle
         return
     dest = local_path(path)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    with _output_errors(dest):
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    raw = os.fdopen(fd, "wb")
     try:
-        if mode is not None:
-            os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, dest)
+        with _output_errors(dest):
+            if mode is not None:
+                os.fchmod(fd, mode)
+        yield cast(IO[bytes], _GuardedWrites(raw, dest))
+        with _output_errors(dest):
+            raw.flush()
+            os.fsync(raw.fileno())
+            raw.close()
+            os.replace(tmp_name, dest)
     except BaseException:
+        with contextlib.suppress(OSError):  # a full disk fails the flush; the file goes anyway
+            raw.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
+
+
+@contextlib.contextmanager
+def _output_errors(dest: PathLike) -> Iterator[None]:
+    """An OS error that says the output location is unusable, as an `OutputWriteError`."""
+    try:
+        yield
+    except OSError as exc:
+        if isinstance(exc, OutputWriteError) or not OutputWriteError.is_output_problem(exc):
+            raise
+        raise OutputWriteError(os.fspath(dest), exc) from exc
+
+
+class _GuardedWrites:
+    """The temporary file's handle, whose write errors name the destination (a failure while
+    the caller computes what to write, e.g. reading its input, stays its own)."""
+
+    def __init__(self, raw: IO[bytes], dest: Path) -> None:
+        self._raw, self._dest = raw, dest
+
+    def write(self, data: Any) -> int:
+        with _output_errors(self._dest):
+            return self._raw.write(data)
+
+    def flush(self) -> None:
+        with _output_errors(self._dest):
+            self._raw.flush()
+
+    def __getattr__(self, name: str) -> Any:  # tell, fileno, closed, writable, …
+        return getattr(self._raw, name)
 
 
 @contextlib.contextmanager
@@ -118,16 +161,20 @@ def atomic_write_many(files: Sequence[tuple[PathLike, bytes]]) -> None:
     staged: list[tuple[str, Path]] = []
     try:
         for dest, data in local:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-            staged.append((tmp_name, dest))
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
+            with _output_errors(dest):
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp_name = tempfile.mkstemp(
+                    prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent
+                )
+                staged.append((tmp_name, dest))
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
         while staged:
             tmp_name, dest = staged[0]
-            os.replace(tmp_name, dest)
+            with _output_errors(dest):
+                os.replace(tmp_name, dest)
             staged.pop(0)
     finally:
         for tmp_name, _ in staged:
@@ -136,6 +183,18 @@ def atomic_write_many(files: Sequence[tuple[PathLike, bytes]]) -> None:
     for path, data in files:
         if is_url(path):
             atomic_write_bytes(path, data)
+
+
+@contextlib.contextmanager
+def parquet_read_errors(name: str) -> Iterator[None]:
+    """A parquet input that cannot be read (truncated, not parquet, a corrupt page) as a
+    `DataError` naming it. OS errors with an errno (I/O, network) stay as they are."""
+    try:
+        yield
+    except (pa.ArrowException, OSError) as exc:
+        if isinstance(exc, DataError) or (isinstance(exc, OSError) and exc.errno is not None):
+            raise
+        raise DataError(f"{name}: cannot read parquet file: {exc}") from exc
 
 
 def open_binary(path: PathLike) -> IO[bytes]:

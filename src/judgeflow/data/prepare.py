@@ -535,6 +535,7 @@ def _nothing_left_message(read: ReadResult, length_drops: list[DroppedRow]) -> s
     dropped = read.dropped + length_drops
     reasons = Counter(d.reason for d in dropped)
     summary = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items())) or "none"
-    lines = [f"no examples left to write: read {read.rows_read} rows, dropped: {summary}"]
+    sources = "" if read.rows_read else f" from {', '.join(s.path for s in read.inputs)}"
+    lines = [f"no examples left to write: read {read.rows_read} rows{sources}, dropped: {summary}"]
     lines += [f"  {d.file}: row {d.row}: {d.reason}: {d.detail}" for d in dropped[:5]]
     return "\n".join(lines)

@@ -5,6 +5,12 @@ every row that does not become an example is accounted for: either it is a Rewar
 (`tie`), or it is invalid. Invalid rows are collected across all inputs and raised together as
 one `DataValidationError` (so a user fixes a file once, not once per row), unless
 `skip_invalid=True`, in which case they are dropped with reason `invalid` and listed.
+
+A line that is not a JSON object (undecodable, truncated, a JSON array) is an invalid row
+whether the format was given or detected: a file with no object at all has no format to
+detect, and its rows are still reported one by one. A RewardBench2 `id` seen before in the same
+preparation (any of its inputs) makes the later row invalid (field `id`): the same row twice
+would be trained on twice, and a source with clashing ids cannot be traced back row by row.
 """
 
 from __future__ import annotations
@@ -16,10 +22,15 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-from judgeflow.data.errors import DataError, DataFileNotFoundError, DataValidationError, RowIssue
+from judgeflow.data.errors import (
+    DataError,
+    DataFileNotFoundError,
+    DataValidationError,
+    Hint,
+    RowIssue,
+)
 from judgeflow.data.examples import (
     MODES,
     Example,
@@ -29,7 +40,8 @@ from judgeflow.data.examples import (
     PointwiseExample,
     Preference,
 )
-from judgeflow.data.io import PathLike, exists, open_binary
+from judgeflow.data.io import PathLike, exists, open_binary, parquet_read_errors
+from judgeflow.data.jsonl import BadLine, not_an_object, parse_bytes
 
 SourceFormat = Literal["openjudge", "rewardbench2"]
 InputFormat = Literal["auto", "openjudge", "rewardbench2"]
@@ -127,8 +139,9 @@ def _suffix_kind(path: str) -> Literal["parquet", "jsonl", "json"]:
 def iter_records(path: PathLike, *, batch_size: int = 1024) -> Iterator[tuple[int, Any]]:
     """Yield `(row, record)` for every record of a parquet, JSONL or JSON file.
 
-    `row` is 0-based (the JSONL line number minus one). A JSONL line that is not valid JSON
-    yields a `RowIssue` instead of a record, so the caller can count it like any invalid row.
+    `row` is 0-based (the JSONL line number minus one). A JSONL line that is not valid UTF-8
+    or JSON yields a `RowIssue` instead of a record, so the caller can count it like any
+    invalid row.
     """
     name = os.fspath(path)
     if not exists(name):
@@ -143,11 +156,8 @@ def iter_records(path: PathLike, *, batch_size: int = 1024) -> Iterator[tuple[in
 
 
 def _iter_parquet(name: str, batch_size: int) -> Iterator[tuple[int, Any]]:
-    with open_binary(name) as handle:
-        try:
-            parquet = pq.ParquetFile(handle)
-        except (pa.ArrowException, OSError) as exc:
-            raise DataError(f"{name}: cannot read parquet file: {exc}") from exc
+    with open_binary(name) as handle, parquet_read_errors(name):
+        parquet = pq.ParquetFile(handle)
         row = 0
         for batch in parquet.iter_batches(batch_size=batch_size):
             for record in batch.to_pylist():
@@ -164,15 +174,8 @@ def _iter_jsonl(name: str) -> Iterator[tuple[int, Any]]:
 def _parse_json_line(name: str, row: int, raw: bytes) -> Iterator[tuple[int, Any]]:
     if not raw.strip():
         return
-    try:
-        yield row, json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        yield row, RowIssue(name, row, None, "line is not valid UTF-8")
-    except json.JSONDecodeError as exc:
-        yield (
-            row,
-            RowIssue(name, row, None, f"line is not valid JSON ({exc.msg} at column {exc.colno})"),
-        )
+    record = parse_bytes(raw)
+    yield row, RowIssue(name, row, None, record) if isinstance(record, BadLine) else record
 
 
 def _iter_json(name: str) -> Iterator[tuple[int, Any]]:
@@ -197,6 +200,13 @@ def _iter_json(name: str) -> Iterator[tuple[int, Any]]:
 # --------------------------------------------------------------------------- format detection
 
 
+FORMAT_HINT = Hint(
+    "pass",
+    (("input_format", "openjudge"), ("input_format", "rewardbench2")),
+    "to read every row as that format",
+)
+
+
 def _format_from_columns(name: str, columns: Sequence[str]) -> SourceFormat:
     cols = set(columns)
     if {"input", "output"} <= cols:
@@ -205,22 +215,20 @@ def _format_from_columns(name: str, columns: Sequence[str]) -> SourceFormat:
         return "rewardbench2"
     raise DataError(
         f"{name}: cannot detect the data format from columns {sorted(cols)}; expected "
-        "'input' + 'output' (OpenJudge) or 'prompt' + 'chosen' + 'rejected' (RewardBench2). "
-        "Pass input_format='openjudge' or 'rewardbench2' to choose."
+        "'input' + 'output' (OpenJudge) or 'prompt' + 'chosen' + 'rejected' (RewardBench2)",
+        hints=[FORMAT_HINT],
     )
 
 
 def detect_format(path: PathLike) -> SourceFormat | None:
-    """The source format of a file from its columns; None for a file with no rows."""
+    """The source format of a file from its columns; None for a file with no object rows
+    (empty, or every line unreadable: `read_examples` then reports each of them)."""
     name = os.fspath(path)
     if not exists(name):
         raise DataFileNotFoundError(name)
     if _suffix_kind(name) == "parquet":
-        with open_binary(name) as handle:
-            try:
-                schema = pq.read_schema(handle)
-            except (pa.ArrowException, OSError) as exc:
-                raise DataError(f"{name}: cannot read parquet file: {exc}") from exc
+        with open_binary(name) as handle, parquet_read_errors(name):
+            schema = pq.read_schema(handle)
         return _format_from_columns(name, schema.names)
     for _, record in iter_records(name):
         if isinstance(record, dict):
@@ -455,6 +463,24 @@ def _parser(fmt: SourceFormat, mode: Mode, chosen_label: int, rejected_label: in
 # --------------------------------------------------------------------------- public entry
 
 
+def _examples(
+    parse: _Parser, name: str, row: int, record: Any, first_seen: dict[str, tuple[str, int]]
+) -> list[Example]:
+    """The examples of one record; raises `_Invalid` (or `_Tie`) as the parsers do."""
+    if isinstance(record, RowIssue):
+        raise _Invalid(record.field, record.message)
+    if not isinstance(record, dict):
+        raise _Invalid(None, not_an_object(record))
+    examples = parse(record, Origin(file=name, row=row))
+    row_id = examples[0].origin.id if examples else None
+    if row_id is not None:
+        file, first = first_seen.setdefault(row_id, (name, row))
+        if (file, first) != (name, row):
+            where = f"row {first}" if file == name else f"{file}, row {first}"
+            raise _Invalid("id", f"duplicate id {row_id!r} (first at {where})")
+    return examples
+
+
 def _check_label_param(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 4:
         raise DataError(f"{name} must be an integer 0-4, got {value!r}")
@@ -491,37 +517,29 @@ def read_examples(
 
     result = ReadResult()
     issues: list[RowIssue] = []
+    first_seen: dict[str, tuple[str, int]] = {}  # RewardBench2 id -> (file, row)
     for path in paths:
         name = os.fspath(path)
         fmt = detect_format(name) if input_format == "auto" else input_format
+        # No format: the file has no object row, so each row fails below before parsing.
+        parse = _parser(fmt or "openjudge", mode, chosen_label, rejected_label)
         rows_read = rows_used = n_examples = 0
-        if fmt is not None:
-            parse = _parser(fmt, mode, chosen_label, rejected_label)
-            for row, record in iter_records(name, batch_size=batch_size):
-                rows_read += 1
-                if isinstance(record, RowIssue):
-                    issue = record
-                elif not isinstance(record, dict):
-                    issue = RowIssue(name, row, None, f"expected an object, got {_got(record)}")
-                else:
-                    try:
-                        examples = parse(record, Origin(file=name, row=row))
-                    except _Tie:
-                        result.dropped.append(
-                            DroppedRow(name, row, "tie", "RewardBench2 'Ties' subset", "subset")
-                        )
-                        continue
-                    except _Invalid as exc:
-                        issue = RowIssue(name, row, exc.field, exc.message)
-                    else:
-                        result.examples.extend(examples)
-                        rows_used += 1
-                        n_examples += len(examples)
-                        continue
-                issues.append(issue)
+        for row, record in iter_records(name, batch_size=batch_size):
+            rows_read += 1
+            try:
+                examples = _examples(parse, name, row, record, first_seen)
+            except _Tie:
                 result.dropped.append(
-                    DroppedRow(issue.file, issue.row, "invalid", issue.message, issue.field)
+                    DroppedRow(name, row, "tie", "RewardBench2 'Ties' subset", "subset")
                 )
+                continue
+            except _Invalid as exc:
+                issues.append(RowIssue(name, row, exc.field, exc.message))
+                result.dropped.append(DroppedRow(name, row, "invalid", exc.message, exc.field))
+                continue
+            result.examples.extend(examples)
+            rows_used += 1
+            n_examples += len(examples)
         result.rows_read += rows_read
         result.rows_used += rows_used
         result.inputs.append(InputSummary(name, fmt, rows_read, rows_used, n_examples))

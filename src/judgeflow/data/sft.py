@@ -19,6 +19,7 @@ import pyarrow as pa
 from judgeflow.data.duplicates import PromptUnits, prompt_duplicates
 from judgeflow.data.errors import DataError, DataValidationError, RowIssue
 from judgeflow.data.io import PathLike, sha256_file, write_parquet_atomic
+from judgeflow.data.jsonl import not_an_object
 from judgeflow.data.prompt_hashes import chat_prompt_hash
 from judgeflow.data.readers import iter_records
 
@@ -82,11 +83,12 @@ def prepare_sft_messages(
     if issues and not skip_invalid:
         raise DataValidationError(issues)
     if not rows:
-        raise DataError(
+        lines = [
             f"no usable SFT rows in {', '.join(map(str, inputs))} ({read} read, "
             f"{len(issues)} invalid): each row needs a `messages` list ending with the "
             "assistant's turn"
-        )
+        ]
+        raise DataError("\n".join(lines + [f"  {issue}" for issue in issues[:5]]))
     write_parquet_atomic(pa.Table.from_pylist(rows, schema=_SCHEMA), output)
     units = PromptUnits(
         "row",
@@ -105,8 +107,12 @@ def prepare_sft_messages(
 
 def _check(path: str, row: int, record: Any) -> RowIssue | None:
     if not isinstance(record, dict):
-        return RowIssue(path, row, None, f"expected an object, got {type(record).__name__}")
+        return RowIssue(path, row, None, not_an_object(record))
     messages = record.get("messages")
+    if messages is None:
+        return RowIssue(
+            path, row, "messages", "missing `messages` (a list of at least two chat turns)"
+        )
     if not isinstance(messages, list) or len(messages) < 2:
         return RowIssue(path, row, "messages", "expected a list of at least two chat turns")
     for i, turn in enumerate(messages):

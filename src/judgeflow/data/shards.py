@@ -50,6 +50,7 @@ from judgeflow.data.io import (
     is_url,
     local_path,
     open_binary,
+    parquet_read_errors,
     remove,
 )
 from judgeflow.data.prepare import output_paths
@@ -139,7 +140,7 @@ def plan_grrm_rl_shards(
         work += ".shards"
     size = prep.batch_size
     if fmt == "parquet":
-        with open_binary(source) as handle:
+        with open_binary(source) as handle, parquet_read_errors(source):
             rows = pq.ParquetFile(handle).metadata.num_rows
         starts = [_Span(start=row) for row in range(0, rows, size)]
     else:

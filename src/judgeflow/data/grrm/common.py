@@ -15,7 +15,7 @@ GRRM_DATA_SOURCE = "TowerBlocks-MT-Ranking.ranking_score"
 AUGMENTATION_KINDS = ("original", "shuffle", "subgroup", "subgroup-shuffle")
 #: Why a row can be invalid; every key appears in the report, with 0 when it did not happen.
 GRRM_DROP_REASONS = (
-    "json",  # a JSONL line that is not a JSON object
+    "json",  # a JSONL line that is not a JSON object (not UTF-8, not JSON, an array, …)
     "missing",  # a required value is null or absent
     "text",  # source text or a candidate is not a string (or the source text is blank)
     "language",  # unknown two-letter code, or not a string
@@ -85,6 +85,28 @@ class _Columns:
     def required(self) -> list[str]:
         names = [self.src, self.src_lang, self.trg_lang, self.mt, self.score]
         return [*names, self.analysis] if self.analysis is not None else names
+
+    def keyword(self, column: str) -> str:
+        """The keyword argument that names `column` (`score_key` for the scores), for hints."""
+        return _COLUMN_ROLES[self._role(column)][0]
+
+    def holds(self, column: str) -> str:
+        """What `column` holds, in words ("the scores")."""
+        return _COLUMN_ROLES[self._role(column)][1]
+
+    def _role(self, column: str) -> str:
+        return next(role for role in _COLUMN_ROLES if getattr(self, role) == column)
+
+
+#: `_Columns` field -> (keyword argument, what the column holds).
+_COLUMN_ROLES = {
+    "src": ("src_key", "the source texts"),
+    "src_lang": ("src_lang_key", "the source languages"),
+    "trg_lang": ("trg_lang_key", "the target languages"),
+    "mt": ("mt_key", "the candidate translations"),
+    "score": ("score_key", "the scores"),
+    "analysis": ("analysis_key", "the analyses"),
+}
 
 
 class _Group(NamedTuple):

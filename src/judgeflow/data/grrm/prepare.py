@@ -97,7 +97,7 @@ def _prepared_tables(
 
     cols, score_range = prep.cols, prep.score_range
     batches: Iterator[tuple[Sequence[int], Any]] = (
-        _parquet_batches(source, cols.required(), prep.batch_size, span)
+        _parquet_batches(source, cols, prep.batch_size, span)
         if fmt == "parquet"
         else _jsonl_batches(source, cols.required(), prep.batch_size, span)
     )

@@ -1,9 +1,12 @@
-"""Reading GRRM input in record batches: parquet (`iter_batches`) or JSONL, line-accurate."""
+"""Reading GRRM input in record batches: parquet (`iter_batches`) or JSONL, line-accurate.
+
+A parquet file that cannot be read, or lacks a column, fails the run naming the file; a JSONL
+line that is not valid UTF-8 or JSON becomes a `BadLine`, an invalid row like any other.
+"""
 
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any, Literal
@@ -11,11 +14,14 @@ from typing import IO, Any, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from judgeflow.data.errors import (
-    DataError,
+from judgeflow.data.errors import DataError, Hint
+from judgeflow.data.grrm.common import InputFormat, _Columns
+from judgeflow.data.io import open_binary, parquet_read_errors
+from judgeflow.data.jsonl import parse_text
+
+FORMAT_HINT = Hint(
+    "pass", (("input_format", "parquet"), ("input_format", "jsonl")), "to say how to read it"
 )
-from judgeflow.data.grrm.common import InputFormat
-from judgeflow.data.io import open_binary
 
 
 def _detect_format(path: str, input_format: InputFormat) -> Literal["parquet", "jsonl"]:
@@ -26,7 +32,10 @@ def _detect_format(path: str, input_format: InputFormat) -> Literal["parquet", "
         return "parquet"
     if lowered.endswith((".jsonl", ".json")):
         return "jsonl"
-    raise DataError(f"{path}: cannot tell the format from the name; pass input_format")
+    raise DataError(
+        f"{path}: cannot tell the format from the name (.parquet, .jsonl or .json)",
+        hints=[FORMAT_HINT],
+    )
 
 
 @dataclass(frozen=True)
@@ -48,7 +57,7 @@ _WHOLE_FILE = _Span()
 
 
 def _parquet_batches(
-    path: str, columns: list[str], batch_size: int, span: _Span = _WHOLE_FILE
+    path: str, cols: _Columns, batch_size: int, span: _Span = _WHOLE_FILE
 ) -> Iterator[tuple[range, pa.RecordBatch]]:
     """(row numbers, record batch) per batch of `span`; only the needed columns are read.
 
@@ -56,14 +65,20 @@ def _parquet_batches(
     from `span.start` (the reader's batches may straddle row groups, so a span that starts
     inside a row group is re-cut rather than read with the reader's own boundaries).
     """
-    with open_binary(path) as handle:
+    columns = cols.required()
+    with open_binary(path) as handle, parquet_read_errors(path):
         parquet = pq.ParquetFile(handle)
         names = parquet.schema_arrow.names
         missing = [c for c in columns if c not in names]
         if missing:
             raise DataError(
-                f"{path}: missing column(s) {missing} (columns: {names}); "
-                "set the *_key arguments to this file's column names"
+                f"{path}: missing column(s) {missing} (columns: {names})",
+                hints=[
+                    Hint(
+                        "pass", ((cols.keyword(c), ...),), f"to name the column of {cols.holds(c)}"
+                    )
+                    for c in missing
+                ],
             )
         meta = parquet.metadata
         stop = meta.num_rows if span.stop is None else min(span.stop, meta.num_rows)
@@ -118,14 +133,15 @@ def _jsonl_batches(
 ) -> Iterator[tuple[list[int], list[Any]]]:
     """(line numbers, records) per batch of non-blank lines; rows are 0-based line numbers.
 
-    A line that is not valid JSON is passed on as a `_BadLine` for the validator to report.
-    Lines are split as Python's text mode splits them (universal newlines); `_jsonl_batch_starts`
-    uses the same rule, so spans it finds line up with this reader.
+    A line that is not valid UTF-8 or JSON is passed on as a `BadLine` for the validator to
+    report (bytes that do not decode are kept as surrogates, so one bad line does not stop the
+    file). Lines are split as Python's text mode splits them (universal newlines);
+    `_jsonl_batch_starts` uses the same rule, so spans it finds line up with this reader.
     """
     with open_binary(path) as raw:
         if span.offset:
             raw.seek(span.offset)
-        text: IO[str] = io.TextIOWrapper(raw, encoding="utf-8")
+        text: IO[str] = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape")
         rows: list[int] = []
         records: list[Any] = []
         for line_no, line in enumerate(text, start=span.start):
@@ -133,12 +149,8 @@ def _jsonl_batches(
                 break
             if not line.strip():
                 continue
-            try:
-                record: Any = json.loads(line)
-            except ValueError as err:
-                record = _BadLine(f"not valid JSON: {err}")
             rows.append(line_no)
-            records.append(record)
+            records.append(parse_text(line))
             if len(rows) == batch_size:
                 yield rows, records
                 rows, records = [], []
@@ -157,15 +169,11 @@ def _jsonl_batch_starts(path: str, batch_size: int) -> tuple[list[_Span], int]:
     starts: list[_Span] = []
     records = offset = 0
     with open_binary(path) as raw:
-        text = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+        text = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
         for line_no, line in enumerate(text):
             if line.strip():
                 if records % batch_size == 0:
                     starts.append(_Span(start=line_no, offset=offset))
                 records += 1
-            offset += len(line.encode("utf-8"))
+            offset += len(line.encode("utf-8", "surrogateescape"))
     return starts, records
-
-
-class _BadLine(str):
-    """A JSONL line that could not be parsed; the text is the parser's message."""

@@ -15,7 +15,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from judgeflow.data.grrm.common import _Clean, _Columns, _Group, _offsets, _Problem
-from judgeflow.data.grrm.read import _BadLine
 from judgeflow.data.grrm_template import (
     ASCII_WHITESPACE,
     LANG_NAMES,
@@ -26,6 +25,7 @@ from judgeflow.data.grrm_template import (
     clean_analysis,
     language_name,
 )
+from judgeflow.data.jsonl import BadLine, not_an_object
 
 
 def _as_score(value: Any) -> int | None:
@@ -325,12 +325,11 @@ def _clean_from_records(
     """Validate JSONL records row by row (they are Python objects already)."""
     groups: list[tuple[int, _Group]] = []
     for row, record in zip(rows, records, strict=True):
-        if isinstance(record, _BadLine):
+        if isinstance(record, BadLine):
             on_problem(row, _Problem("json", None, str(record)))
             continue
         if not isinstance(record, dict):
-            kind = type(record).__name__
-            on_problem(row, _Problem("json", None, f"a line must be a JSON object, got {kind}"))
+            on_problem(row, _Problem("json", None, not_an_object(record)))
             continue
         values = [record.get(name) for name in cols.required()]
         checked = _check_values(cols, values, score_range)

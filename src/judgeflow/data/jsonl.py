@@ -1,0 +1,74 @@
+"""JSON lines: parse one line, or say in one phrase why it is not a JSON value.
+
+The judge reader splits bytes on `\\n`, the GRRM reader reads text with universal newlines;
+both describe a bad line with these functions, so an undecodable, truncated or non-object
+line reads the same whichever preparation meets it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+#: What Python's "surrogateescape" decoding turns an undecodable byte into (U+DC80..U+DCFF).
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+
+
+class BadLine(str):
+    """A line that is not a JSON value; the text says why (the row's error message)."""
+
+
+def parse_bytes(raw: bytes) -> Any:
+    """The JSON value of one line of bytes, or a `BadLine`."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        column = len(raw[: err.start].decode("utf-8", "replace")) + 1
+        return _not_utf8(raw[err.start], column)
+    return _parse(text)
+
+
+def parse_text(line: str) -> Any:
+    """The JSON value of one line decoded with `errors="surrogateescape"`, or a `BadLine`
+    (an undecodable byte is found here instead of failing the whole file's decoding)."""
+    if not line.isascii() and (bad := _ESCAPED_BYTE.search(line)):
+        return _not_utf8(ord(bad.group()) - 0xDC00, bad.start() + 1)
+    return _parse(line)
+
+
+def _not_utf8(byte: int, column: int) -> BadLine:
+    return BadLine(
+        f"line is not valid UTF-8 (byte 0x{byte:02x} at column {column}); save the file as UTF-8"
+    )
+
+
+def _parse(text: str) -> Any:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        message = f"line is not valid JSON ({err.msg}, column {err.colno})"
+        if err.msg.startswith("Unterminated") or err.pos >= len(text.rstrip()):
+            message += "; it ends early: a truncated file?"
+        return BadLine(message)
+    escaped = "\\ud" in text or "\\uD" in text  # "\ud800" alone is valid JSON, not Unicode
+    if escaped and not _encodable(value):
+        return BadLine("line is not valid Unicode (an unpaired surrogate escape such as \\ud800)")
+    return value
+
+
+def _encodable(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def not_an_object(value: Any) -> str:
+    """The message for a record that is a JSON value but not an object."""
+    if isinstance(value, list):
+        return "expected an object, got a list (a JSON array? JSONL holds one object per line)"
+    kinds = {bool: "a bool", str: "a string", int: "a number", float: "a number"}
+    kind = "null" if value is None else kinds.get(type(value), "a value")
+    return f"expected an object, got {kind}"
