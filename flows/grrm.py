@@ -22,7 +22,7 @@ from judgeflow.config import load_config
 from judgeflow.console import comparison_rows
 from judgeflow.stages import grrm_rl_train_job, val_source_config, with_policy
 from judgeflow.tracking import resolve_tracking_uri
-from tasks.credentials import use_storage_credentials
+from tasks.credentials import use_job_secrets, use_storage_credentials
 from tasks.data import download
 from tasks.evaluate import evaluate
 from tasks.grrm import find_sft_model, prepare_grrm, record_grrm_data
@@ -60,6 +60,7 @@ def grrm(
         recipe, profile=profile, overrides=overrides or [], report=get_run_logger().warning
     )
     use_storage_credentials(cfg)  # storage.credentials_block: keys into the env, not params
+    use_job_secrets(cfg)  # cluster.secrets=prefect:BLOCK: the same, for the stage jobs
     run_id = start_tracking(cfg)
     steps = StageRecorder()
     metrics: dict[str, float] = {}

@@ -24,7 +24,7 @@ from judgeflow.config import load_config
 from judgeflow.console import comparison_rows
 from judgeflow.stages import sft_source_config, val_source_config, with_policy
 from judgeflow.tracking import resolve_tracking_uri
-from tasks.credentials import use_storage_credentials
+from tasks.credentials import use_job_secrets, use_storage_credentials
 from tasks.data import download, prepare
 from tasks.evaluate import evaluate
 from tasks.policies import cached
@@ -66,6 +66,7 @@ def judge_grpo(
         report=get_run_logger().warning,
     )
     use_storage_credentials(cfg)  # storage.credentials_block: keys into the env, not params
+    use_job_secrets(cfg)  # cluster.secrets=prefect:BLOCK: the same, for the stage jobs
     run_id = start_tracking(cfg)
     stage = StageRecorder()
     metrics: dict[str, float] = {}

@@ -1,4 +1,5 @@
-"""Load the storage credentials of a run from its Prefect Secret block into the environment."""
+"""Secrets a run names (Prefect Secret blocks) into this process's environment, never into
+parameters: the storage credentials, and the jobs' `cluster.secrets` of the form prefect:BLOCK."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from prefect.blocks.system import Secret
 
 from judgeflow.config import RunConfig
 from judgeflow.credentials import credential_env
+from judgeflow.secrets import block_env_name, reference
 
 
 def use_storage_credentials(cfg: RunConfig) -> list[str]:
@@ -22,3 +24,19 @@ def use_storage_credentials(cfg: RunConfig) -> list[str]:
     env = credential_env(Secret.load(name).get(), name=name)
     os.environ.update(env)
     return sorted(env)
+
+
+def use_job_secrets(cfg: RunConfig) -> list[str]:
+    """Load the Secret blocks `cluster.secrets` names (`prefect:BLOCK`) for the stage jobs;
+    returns the block names. `env:VAR` references need nothing: VAR is read when a job starts."""
+    import json
+
+    loaded = []
+    for key, ref in cfg.cluster.secrets.items():
+        scheme, block = reference(ref, key)
+        if scheme != "prefect":
+            continue
+        value = Secret.load(block).get()
+        os.environ[block_env_name(block)] = value if isinstance(value, str) else json.dumps(value)
+        loaded.append(block)
+    return loaded

@@ -62,7 +62,11 @@ def record_sft(
     sft_file: str,
     data: stages.SftData | None = None,
 ) -> None:
-    """Lineage: which SFT model RL starts from, which job and run trained it, on what data."""
+    """Lineage: which SFT model RL starts from, which job and run trained it, on what data;
+    and the SFT metrics its job could not deliver while MLflow was down."""
+    trained_in = outcome.mlflow_run_id or run_id
+    spool = stages.metrics_spool(cfg, trained_in, "sft")
+    Tracker.attach(trained_in, cfg.tracking.tracking_uri).replay_spool(spool)
     tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
     tags = {
         lineage.SFT_KEY_TAG: caching.sft_key(cfg, sft_file),

@@ -91,8 +91,12 @@ def _duplicate_counts(duplicates: dict[str, Any]) -> dict[str, int]:
 
 @task(name="record-training", **_retrying)
 def record_training(cfg: RunConfig, run_id: str, outcome: Any) -> None:
-    """Where the model is and which job/run trained it (a cached model: an earlier run)."""
+    """Where the model is and which job/run trained it (a cached model: an earlier run), and
+    the metrics its job could not deliver while MLflow was down (`metrics-spool.jsonl`)."""
     model = outcome.model
+    trained_in = outcome.mlflow_run_id or run_id
+    spool = stages.metrics_spool(cfg, trained_in, "train")
+    Tracker.attach(trained_in, cfg.tracking.tracking_uri).replay_spool(spool)
     Tracker.attach(run_id, cfg.tracking.tracking_uri).set_tags(
         {
             "judgeflow.train.job_id": outcome.job_id,

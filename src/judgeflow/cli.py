@@ -1,7 +1,8 @@
 """`judgeflow` command line: prepare data, run pipelines, inspect configs, build dev assets.
 
 Errors a user can fix (bad config, bad data, missing source) print one clear message and exit 2,
-without a traceback.
+without a traceback. A data error's hints name the command's flags (`--skip-invalid`), or for a
+pipeline the `--set` of its config key (`--set data.skip_invalid=true`), not Python keywords.
 """
 
 from __future__ import annotations
@@ -10,12 +11,16 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 from judgeflow.config import ConfigError, list_profiles, list_recipes, load_config
+from judgeflow.hints import GRRM_FLAGS, JUDGE_FLAGS, config_override
+
+if TYPE_CHECKING:
+    from judgeflow.data.errors import OptionNamer
 
 app = typer.Typer(no_args_is_help=True, help="Train generative judge and reward models.")
 prepare_app = typer.Typer(no_args_is_help=True, help="Turn raw data into training files.")
@@ -45,6 +50,17 @@ class InputFormat(StrEnum):
     rewardbench2 = "rewardbench2"
 
 
+class GrrmFormat(StrEnum):
+    auto = "auto"
+    parquet = "parquet"
+    jsonl = "jsonl"
+
+
+GrrmFormatOption = Annotated[
+    GrrmFormat, typer.Option("--format", help="Input format; auto: from the file name.")
+]
+
+
 def _user_errors() -> tuple[type[Exception], ...]:
     from judgeflow.data import DataError
     from judgeflow.model_registry import RegistryError
@@ -57,8 +73,14 @@ def _warn(message: str) -> None:
     console.print(f"[yellow]warning:[/] {message}")
 
 
-def _fail(exc: Exception) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+def _fail(exc: Exception, names: OptionNamer | None = None) -> typer.Exit:
+    """Print a user error (a data error's hints named by `names`, see `judgeflow.hints`)."""
+    from rich.markup import escape
+
+    from judgeflow.data import DataError
+
+    text = exc.render(names) if names is not None and isinstance(exc, DataError) else str(exc)
+    console.print(f"[bold red]error:[/] {escape(text)}", highlight=False, markup=True)
     return typer.Exit(code=2)
 
 
@@ -119,7 +141,7 @@ def prepare_judge_cmd(
             skip_invalid=skip_invalid,
         )
     except _user_errors() as exc:
-        raise _fail(exc) from None
+        raise _fail(exc, JUDGE_FLAGS) from None
     report = result.report
     console.print(f"[green]train[/] {result.train_path}")
     if result.val_path:
@@ -150,6 +172,7 @@ def prepare_grrm_sft_cmd(
     skip_invalid: Annotated[
         bool, typer.Option(help="Drop invalid rows (reported) instead of failing.")
     ] = False,
+    input_format: GrrmFormatOption = GrrmFormat.auto,
 ) -> None:
     """GRRM SFT data: the group-ranking prompt and the analysis/ranking/scores target."""
     from judgeflow.data import prepare_grrm_sft
@@ -157,10 +180,10 @@ def prepare_grrm_sft_cmd(
     try:
         result = prepare_grrm_sft(
             str(input), str(output), mt_key=mt_key, score_key=score_key,
-            analysis_key=analysis_key, skip_invalid=skip_invalid,
+            analysis_key=analysis_key, skip_invalid=skip_invalid, input_format=input_format.value,
         )  # fmt: skip
     except _user_errors() as exc:
-        raise _fail(exc) from None
+        raise _fail(exc, GRRM_FLAGS) from None
     _print_grrm_result(result)
 
 
@@ -187,6 +210,7 @@ def prepare_grrm_rl_cmd(
     skip_invalid: Annotated[
         bool, typer.Option(help="Drop invalid rows (reported) instead of failing.")
     ] = False,
+    input_format: GrrmFormatOption = GrrmFormat.auto,
 ) -> None:
     """GRRM RL rows (ground truth `{label: score}`) with subgroup and shuffle augmentation."""
     from judgeflow.data import prepare_grrm_rl
@@ -195,10 +219,10 @@ def prepare_grrm_rl_cmd(
         result = prepare_grrm_rl(
             str(input), str(output), subgroup_augment=subgroup_augment,
             shuffle_augment=shuffle_augment, seed=seed, mt_key=mt_key, score_key=score_key,
-            skip_invalid=skip_invalid,
+            skip_invalid=skip_invalid, input_format=input_format.value,
         )  # fmt: skip
     except _user_errors() as exc:
-        raise _fail(exc) from None
+        raise _fail(exc, GRRM_FLAGS) from None
     _print_grrm_result(result)
 
 
@@ -267,7 +291,13 @@ def config_cmd(recipe: str, profile: ProfileOption = None, set_: SetOption = Non
         cfg = load_config(recipe, profile=profile, overrides=set_ or [], report=_warn)
     except ConfigError as exc:
         raise _fail(exc) from None
-    print(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), end="")
+    from judgeflow.redaction import is_secret_key
+
+    data = cfg.model_dump(mode="json")  # a secret typed on the command line is not echoed
+    data["cluster"]["env"] = {
+        k: "***" if is_secret_key(k) else v for k, v in data["cluster"]["env"].items()
+    }
+    print(yaml.safe_dump(data, sort_keys=False), end="")
 
 
 class GrrmStage(StrEnum):
@@ -288,8 +318,9 @@ def run_cmd(
     """Run a recipe's pipeline as a Prefect flow (local API unless PREFECT_API_URL is set)."""
     from judgeflow.config import judgeflow_home
 
+    set_ = _secrets_out_of_parameters(set_ or [])
     try:
-        cfg = load_config(recipe, profile=profile, overrides=set_ or [], report=_warn)
+        cfg = load_config(recipe, profile=profile, overrides=set_, report=_warn)
         _ensure_model(cfg.model.path)
     except ConfigError as exc:
         raise _fail(exc) from None
@@ -301,18 +332,36 @@ def run_cmd(
             if cfg.mode == "grrm":
                 from flows.grrm import grrm
 
-                summary = grrm(
-                    recipe=recipe, stage=stage.value, profile=profile, overrides=set_ or []
-                )
+                summary = grrm(recipe=recipe, stage=stage.value, profile=profile, overrides=set_)
             else:
                 from flows.judge_grpo import judge_grpo
 
-                summary = judge_grpo(
-                    recipe=recipe, mode=cfg.mode, profile=profile, overrides=set_ or []
-                )
+                summary = judge_grpo(recipe=recipe, mode=cfg.mode, profile=profile, overrides=set_)
     except _user_errors() as exc:
-        raise _fail(exc) from None
+        raise _fail(exc, config_override) from None
     _print_summary(summary, home)
+
+
+def _secrets_out_of_parameters(overrides: list[str]) -> list[str]:
+    """`cluster.env.HF_TOKEN=…` with a secret-looking name becomes `cluster.secrets.HF_TOKEN=
+    env:JUDGEFLOW_SECRET__HF_TOKEN`, the value going to this process's environment: flow
+    parameters are stored and shown by Prefect, the environment is not."""
+    import re
+
+    from judgeflow.config import parse_override
+    from judgeflow.redaction import is_secret_key
+    from judgeflow.secrets import CLI_ENV_PREFIX
+
+    out = []
+    for item in overrides:
+        key, value = parse_override(item)
+        if key.startswith("cluster.env.") and is_secret_key(key):
+            name = key.removeprefix("cluster.env.")
+            variable = CLI_ENV_PREFIX + re.sub(r"\W", "_", name)
+            os.environ[variable] = str(value)
+            item = f"cluster.secrets.{name}=env:{variable}"
+        out.append(item)
+    return out
 
 
 #: How long `judgeflow run` waits for Prefect's local server: a cold first start on a slow
@@ -364,7 +413,7 @@ def evaluate_cmd(
             overrides=overrides, output_dir=out_dir,
         )  # fmt: skip
     except _user_errors() as exc:
-        raise _fail(exc) from None
+        raise _fail(exc, config_override) from None
     _print_evaluation(result, out_dir)
 
 

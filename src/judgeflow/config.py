@@ -20,6 +20,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from judgeflow.redaction import is_secret_key
+
 RECIPES_DIR = Path(__file__).parent / "recipes"
 PROFILES_DIR = RECIPES_DIR / "profiles"
 
@@ -32,6 +34,10 @@ class ConfigError(ValueError):
 
 class IgnoredKeyWarning(UserWarning):
     """A key was set that only another engine or backend reads; this run ignores it."""
+
+
+class SecretParameterWarning(UserWarning):
+    """A secret-looking value was passed as an override: a flow parameter Prefect shows."""
 
 
 class _Section(BaseModel):
@@ -208,7 +214,14 @@ class ClusterConfig(_Section):
         None,
         description="interpreter command on the nodes, e.g. `apptainer exec --nv img.sif python`",
     )
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="environment of the stage; secret-looking names reach only the job",
+    )
+    secrets: dict[str, str] = Field(
+        default_factory=dict,
+        description="job variable -> env:VAR or prefect:SECRET_BLOCK (where, never the value)",
+    )
     shared_dir: str = Field(
         "${JUDGEFLOW_HOME}/jobs",
         validate_default=True,
@@ -225,6 +238,37 @@ class ClusterConfig(_Section):
     @classmethod
     def _expand_home(cls, value: str) -> str:
         return value.replace("${JUDGEFLOW_HOME}", str(judgeflow_home()))
+
+    @field_validator("env", "secrets")
+    @classmethod
+    def _variable_names(cls, value: dict[str, str]) -> dict[str, str]:
+        """Names go into `export NAME=…` lines of a shell script: identifiers only."""
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(
+                    f"{name!r} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)"
+                )
+        return value
+
+    @field_validator("partition", "account", "qos", "constraint", "extra_sbatch", "shared_dir")
+    @classmethod
+    def _one_sbatch_line(cls, value: Any) -> Any:
+        """Each becomes one `#SBATCH` line: a line break would start a shell command."""
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and re.search(r"[\x00-\x1f\x7f]", text):
+                raise ValueError(f"{text!r} holds a line break or control character")
+        return value
+
+    @field_validator("secrets")
+    @classmethod
+    def _references_only(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, where in value.items():
+            if not re.fullmatch(r"(env|prefect):[A-Za-z0-9_.\-/]+", where):
+                raise ValueError(
+                    f"cluster.secrets.{key} must say where the secret is — env:VARIABLE or "
+                    "prefect:SECRET_BLOCK — not hold it (the value is not shown)"
+                )
+        return value
 
 
 class EvaluationConfig(_Section):
@@ -386,19 +430,24 @@ def load_config(
     path = _recipe_path(recipe)
     own = {} if path.parent == RECIPES_DIR else _read_yaml(path)
     explicit = [k for k in _dotted_keys(own) if k.split(".")[0] not in ("base", "profiles")]
+    secret_looking = []
     for item in overrides:
         key, value = parse_override(item)
         raw = set_dotted(raw, key, value)
         explicit.append(key)
+        if key.startswith("cluster.env.") and is_secret_key(key):
+            secret_looking.append(key)  # an override is a flow parameter: said below
     raw = _expand(
         raw, {"${JUDGEFLOW_HOME}": str(judgeflow_home()), "${mode}": str(raw.get("mode"))}
     )
     cfg = validate_config(raw)
-    from judgeflow.key_readers import ignored_keys
+    from judgeflow.key_readers import ignored_keys, secret_overrides
 
-    for reason in ignored_keys(cfg, dict.fromkeys(explicit)):
+    for reason, kind in [(r, SecretParameterWarning) for r in secret_overrides(secret_looking)] + [
+        (r, IgnoredKeyWarning) for r in ignored_keys(cfg, dict.fromkeys(explicit))
+    ]:
         if report is None:
-            warnings.warn(reason, IgnoredKeyWarning, stacklevel=2)
+            warnings.warn(reason, kind, stacklevel=2)
         else:
             report(reason)
     return cfg
@@ -447,42 +496,6 @@ def set_dotted(raw: Mapping[str, Any], key: str, value: Any) -> dict[str, Any]:
         node = child
     node[parts[-1]] = value
     return out
-
-
-def flatten(cfg: RunConfig) -> dict[str, str]:
-    """Dotted key -> string value, for MLflow params; secret-looking values are redacted."""
-    out: dict[str, str] = {}
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict):
-            for k, v in value.items():
-                walk(f"{prefix}.{k}" if prefix else str(k), v)
-            return
-        out[prefix] = (
-            "***"
-            if is_secret_key(prefix)
-            else json.dumps(value)
-            if isinstance(value, list)
-            else str(value)
-        )
-
-    walk("", cfg.model_dump(mode="json"))
-    return out
-
-
-_SECRET_WORDS = {"secret", "secrets", "password", "passwd", "pwd", "credential", "credentials",
-                 "apikey", "passphrase"}  # fmt: skip
-_SECRET_ENDINGS = {("token",), ("api", "key"), ("access", "key"), ("private", "key"),
-                   ("secret", "key"), ("auth",)}  # fmt: skip
-
-
-def is_secret_key(key: str) -> bool:
-    """Whether a (dotted) key names a secret: `cluster.env.HF_TOKEN`, `…AWS_SECRET_ACCESS_KEY`,
-    `…DB_PASSWORD`; not `evaluation.max_new_tokens` or `grpo.ppo_max_token_len_per_gpu`."""
-    words = [w for w in re.split(r"[_\-\s]+", key.rsplit(".", 1)[-1].lower()) if w]
-    if _SECRET_WORDS.intersection(words):
-        return True
-    return any(tuple(words[-len(end) :]) == end for end in _SECRET_ENDINGS)
 
 
 def judgeflow_home() -> Path:

@@ -104,3 +104,13 @@ def ignored_keys(cfg: RunConfig, keys: Iterable[str]) -> list[str]:
                     f"{running[kind]} and ignores it"
                 )
     return reasons
+
+
+def secret_overrides(keys: Iterable[str]) -> list[str]:
+    """Why each secret-looking `cluster.env` override should have been a `cluster.secrets` one."""
+    return [
+        f"{key} looks like a secret, and an override is a flow parameter (kept, and shown, by "
+        f"Prefect): pass it as cluster.secrets.{key.removeprefix('cluster.env.')}=env:VARIABLE "
+        "or =prefect:SECRET_BLOCK instead (`judgeflow run --set` does this for you)"
+        for key in keys
+    ]

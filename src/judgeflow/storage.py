@@ -201,8 +201,9 @@ def count_rows(path: Path) -> int | None:
     return None
 
 
-def write_json(path: str | Path, data: Any) -> Path:
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+def write_json(path: str | Path, data: Any, *, mode: int | None = None) -> Path:
+    text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
+    atomic_write_text(path, text, mode=mode)
     return Path(path)
 
 

@@ -7,6 +7,7 @@ the only module that imports mlflow.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -36,12 +37,20 @@ def resolve_tracking_uri(configured: str | None = None) -> str:
 
 
 class Tracker:
-    """A handle on one MLflow run."""
+    """A handle on one MLflow run.
 
-    def __init__(self, run_id: str, tracking_uri: str) -> None:
+    Metrics survive an MLflow outage: what the server does not take (a transient failure: it is
+    down, restarting, answering 5xx) is kept, in memory and in `spool` when one is given, and
+    sent with the next call or by `flush`. Anything else (a bad request) raises at once.
+    """
+
+    def __init__(self, run_id: str, tracking_uri: str, *, spool: str | Path | None = None) -> None:
         self.run_id = run_id
         self.tracking_uri = tracking_uri
         self.client = MlflowClient(tracking_uri)
+        self.spool = Path(spool) if spool else None
+        self._pending: list[Metric] = []
+        self.outages = 0  # how many logging calls found the server unavailable
 
     @classmethod
     def start(
@@ -66,8 +75,10 @@ class Tracker:
         return cls(run.info.run_id, uri)
 
     @classmethod
-    def attach(cls, run_id: str, tracking_uri: str | None = None) -> Tracker:
-        return cls(run_id, resolve_tracking_uri(tracking_uri))
+    def attach(
+        cls, run_id: str, tracking_uri: str | None = None, *, spool: str | Path | None = None
+    ) -> Tracker:
+        return cls(run_id, resolve_tracking_uri(tracking_uri), spool=spool)
 
     # -- logging
 
@@ -77,15 +88,69 @@ class Tracker:
             self.client.log_batch(self.run_id, params=items[i : i + 100])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-        """Finite numeric values only; names are sanitised to what MLflow accepts."""
+        """Finite numeric values only; names are sanitised to what MLflow accepts. Kept for
+        later when the server is unavailable (see the class docstring)."""
         ts = _now_ms()
-        items = [
+        self._pending += [
             Metric(metric_name(k), float(v), ts, int(step or 0))
             for k, v in metrics.items()
             if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
         ]
-        for i in range(0, len(items), _BATCH):
-            self.client.log_batch(self.run_id, metrics=items[i : i + _BATCH])
+        self._send()
+
+    @property
+    def pending(self) -> int:
+        """Metric values not yet accepted by the server."""
+        return len(self._pending)
+
+    def flush(self, timeout_s: float = 0.0, *, interval_s: float = 5.0) -> bool:
+        """Send what is pending, trying for up to `timeout_s`; True when nothing is left."""
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while not self._send() and time.monotonic() < deadline:
+            time.sleep(min(interval_s, max(0.0, deadline - time.monotonic())))
+        return not self._pending
+
+    def _send(self) -> bool:
+        from judgeflow.retries import is_transient
+
+        while self._pending:
+            batch = self._pending[:_BATCH]
+            try:
+                self.client.log_batch(self.run_id, metrics=batch)
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                self.outages += 1
+                self._write_spool()
+                return False
+            del self._pending[: len(batch)]
+        if self.spool is not None:
+            self.spool.unlink(missing_ok=True)
+        return True
+
+    def _write_spool(self) -> None:
+        if self.spool is None:
+            return
+        from judgeflow.data.io import atomic_write_text
+
+        lines = [json.dumps([m.key, m.value, m.timestamp, m.step]) for m in self._pending]
+        atomic_write_text(self.spool, "\n".join(lines) + "\n")
+
+    def replay_spool(self, spool: str | Path) -> int:
+        """Send the metrics another process left in `spool` (a job whose server was down when
+        it ended); returns how many. The file goes once the server has them all."""
+        path = Path(spool)
+        if not path.is_file():
+            return 0
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        self._pending += [Metric(k, float(v), int(ts), int(step)) for k, v, ts, step in rows]
+        self.spool = path
+        self._send()
+        if self._pending:
+            raise ConnectionError(f"MLflow at {self.tracking_uri} still unavailable; {path} kept")
+        return len(rows)
 
     def __call__(self, metrics: Mapping[str, float], step: int) -> None:
         """Lets a Tracker be passed where an engine wants a `metrics_sink`."""
@@ -136,6 +201,68 @@ class Tracker:
         return f"{self.tracking_uri.rstrip('/')}/#/experiments/{run.info.experiment_id}/runs/{self.run_id}"
 
 
+class BackgroundMetrics:
+    """A metrics sink that never makes training wait for MLflow: values go to a queue, a
+    thread logs them through `tracker` (which keeps what an unavailable server does not take).
+
+    `close` waits up to its timeout for everything to reach the server; what has not by then is
+    left in the tracker's spool file for the flow to send (`Tracker.replay_spool`).
+    """
+
+    def __init__(self, tracker: Tracker) -> None:
+        import queue
+        import threading
+
+        self.tracker = tracker
+        self._queue: queue.Queue[tuple[dict[str, float], int] | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="mlflow-metrics", daemon=True)
+        self._thread.start()
+
+    def __call__(self, metrics: Mapping[str, float], step: int) -> None:
+        self._queue.put((dict(metrics), step))
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            with self._lock:
+                try:
+                    self.tracker.log_metrics(*item)
+                except Exception as exc:  # not transient: say so, keep training
+                    print(
+                        f"[judgeflow] MLflow refused metrics of step {item[1]}: {exc}", flush=True
+                    )
+
+    def close(self, timeout_s: float = 120.0) -> bool:
+        """Deliver what is queued and pending; True when the server has everything."""
+        self._queue.put(None)
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():  # stuck in MLflow's own retries: spool what we have
+            return self._spool_now()
+        with self._lock:
+            return self.tracker.flush(timeout_s=max(0.0, timeout_s / 2))
+
+    def _spool_now(self) -> bool:
+        left: list[tuple[dict[str, float], int]] = []
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if item is not None:
+                left.append(item)
+        ts = _now_ms()
+        extra = [
+            Metric(metric_name(k), float(v), ts, int(step))
+            for metrics, step in left
+            for k, v in metrics.items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        ]
+        pending = list(self.tracker._pending) + extra  # a snapshot; the thread may still hold it
+        if self.tracker.spool is not None and pending:
+            from judgeflow.data.io import atomic_write_text
+
+            lines = [json.dumps([m.key, m.value, m.timestamp, m.step]) for m in pending]
+            atomic_write_text(self.tracker.spool, "\n".join(lines) + "\n")
+        return not pending
+
+
 def metric_name(key: str) -> str:
     return _METRIC_NAME.sub("_", key)
 
@@ -157,4 +284,4 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-__all__ = ["Tracker", "git_commit", "metric_name", "resolve_tracking_uri"]
+__all__ = ["BackgroundMetrics", "Tracker", "git_commit", "metric_name", "resolve_tracking_uri"]

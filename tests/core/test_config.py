@@ -8,10 +8,10 @@ from judgeflow.config import (
     PROFILES_DIR,
     RECIPES_DIR,
     ConfigError,
-    flatten,
     load_config,
     parse_override,
 )
+from judgeflow.redaction import flatten
 
 RECIPE_FILES = sorted(RECIPES_DIR.rglob("*.yaml"))
 
@@ -140,7 +140,7 @@ def test_balance_positions_is_pairwise_only() -> None:
     ],
 )  # fmt: skip
 def test_what_counts_as_a_secret_key(key: str, secret: bool) -> None:
-    from judgeflow.config import is_secret_key
+    from judgeflow.redaction import is_secret_key
 
     assert is_secret_key(key) is secret
 

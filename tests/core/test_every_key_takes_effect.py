@@ -29,6 +29,7 @@ from judgeflow.engines.verl import verl_overrides
 from judgeflow.engines.verl_eval import evaluation_gpus, validation_overrides
 from judgeflow.evaluation import params_from as evaluation_params
 from judgeflow.key_readers import ONLY_READ_BY
+from judgeflow.secrets import resolve_secrets
 from judgeflow.stages import evaluation_job_config, grrm_rl_train_job, stage_spec, store_for
 from judgeflow.stages.evaluate import overlap_params
 from judgeflow.stages.register import gate_params
@@ -77,6 +78,8 @@ def consumers(cfg: RunConfig) -> dict[str, Any]:
         "model": cfg.model.path,
         "gate": gate_params(cfg),  # the registry's champion gate
         "overlap": overlap_params(cfg),  # the contamination check before any evaluation
+        # what a job's input file gives it (every env: variable set, every block loaded)
+        "job_secrets": resolve_secrets(cfg.cluster, environ=_AnyVariable()),
     }
     if cfg.mode == "grrm":
         seen["prepare"] = asdict(grrm_rl_train_job(cfg, MANIFEST))
@@ -100,6 +103,16 @@ def consumers(cfg: RunConfig) -> dict[str, Any]:
     return seen
 
 
+class _AnyVariable(dict):  # type: ignore[type-arg]
+    """An environment in which every variable is set (to its own name)."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __getitem__(self, key: str) -> str:
+        return f"value of {key}"
+
+
 def leaves(model: type[BaseModel], prefix: str = "") -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     for name, info in model.model_fields.items():
@@ -120,6 +133,7 @@ SPECIAL = {  # a valid changed value where the generic rule would not give one
     "storage.root": "/elsewhere/artifacts",
     "cluster.extra_sbatch": ["--exclusive"],
     "cluster.env": {"SOME_FLAG": "1"},
+    "cluster.secrets": {"HF_TOKEN": "env:HF_TOKEN_FOR_JOBS"},
     "cluster.setup": ["module load cuda"],
     "grpo.logger": ["console"],
     "grpo.extra_overrides": ["trainer.balance_batch=false"],

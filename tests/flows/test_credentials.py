@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from prefect import flow
 
-from judgeflow.config import flatten, load_config
+from judgeflow.config import load_config
 from judgeflow.credentials import CredentialsError, credential_env
+from judgeflow.redaction import flatten
 
 SECRET = "moto-secret-key-4711"
 

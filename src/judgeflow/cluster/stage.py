@@ -19,6 +19,7 @@ import submitit
 
 RESULT_FILE = "result.json"
 PROGRESS_FILE = "progress.json"
+SECRET_ENV = "secret_env"  # the key of a job's secrets in its input file (`secrets_file`)
 PYTHON = "@python"  # in a command: the job's own interpreter (a container's, on a cluster)
 
 
@@ -28,6 +29,7 @@ class StageSpec:
     command: list[str]  # the engine command (driver), run on the Ray head
     workdir: str  # shared directory: rendezvous, result and progress files
     env: dict[str, str] = field(default_factory=dict)
+    secrets_file: str | None = None  # JSON (mode 0600) whose `secret_env` joins `env` in the job
     ray: bool = True  # start a Ray cluster across the allocation before the command
     torchrun: bool = False  # instead: run the command on every node with a torchrun rendezvous
     gpus_per_node: int = 0
@@ -66,7 +68,7 @@ class StageJob(submitit.helpers.Checkpointable):
         from judgeflow.cluster.procs import exit_on_signals
         from judgeflow.cluster.ray_bootstrap import Allocation, run_in_ray_cluster
 
-        env = {**spec.env, "JUDGEFLOW_STAGE_DIR": spec.workdir}
+        env = {**spec.env, **_secret_env(spec), "JUDGEFLOW_STAGE_DIR": spec.workdir}
         spec = replace(spec, command=[sys.executable if c == PYTHON else c for c in spec.command])
         rendezvous = Path(spec.workdir) / "rendezvous"
         alloc = Allocation.from_env(rendezvous)
@@ -107,6 +109,14 @@ class StageJob(submitit.helpers.Checkpointable):
             )
         result: dict[str, Any] = json.loads(spec.result_path.read_text())
         return result
+
+
+def _secret_env(spec: StageSpec) -> dict[str, str]:
+    """The job's secrets, read from its input file on the node (never part of the spec)."""
+    if not spec.secrets_file:
+        return {}
+    data = json.loads(Path(spec.secrets_file).read_text())
+    return {str(k): str(v) for k, v in (data.get(SECRET_ENV) or {}).items()}
 
 
 def _torchrun_env(alloc: Any, timeout_s: float = 300.0) -> dict[str, str]:

@@ -17,6 +17,7 @@ import submitit
 
 from judgeflow.cluster.stage import StageFailed, StageJob, StageSpec
 from judgeflow.config import ClusterConfig
+from judgeflow.secrets import public_env
 
 
 class JobState(enum.Enum):
@@ -169,8 +170,8 @@ def slurm_parameters(cluster: ClusterConfig) -> dict[str, Any]:
         "slurm_account": cluster.account,
         "slurm_qos": cluster.qos,
         "slurm_constraint": cluster.constraint,
-        "slurm_setup": list(cluster.setup)
-        + [f"export {k}={shlex.quote(v)}" for k, v in cluster.env.items()],
+        "slurm_setup": list(cluster.setup)  # secrets reach the job from its input file only
+        + [f"export {k}={shlex.quote(v)}" for k, v in public_env(cluster).items()],
         "slurm_additional_parameters": extra,
         "slurm_signal_delay_s": 120,  # time between the USR2 warning and the kill: enough to checkpoint
     }

@@ -8,7 +8,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from judgeflow.config import RunConfig, flatten
+from judgeflow.config import RunConfig
+from judgeflow.redaction import flatten
 from judgeflow.storage import ArtifactStore, Manifest
 from judgeflow.tracking import Tracker, git_commit
 

@@ -15,16 +15,22 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from judgeflow.cluster.stage import PROGRESS_FILE, PYTHON, RESULT_FILE, StageSpec
+from judgeflow.cluster.stage import PROGRESS_FILE, PYTHON, RESULT_FILE, SECRET_ENV, StageSpec
 from judgeflow.config import ConfigError, RunConfig, judgeflow_home
 from judgeflow.engines.verl_eval import evaluation_gpus
+from judgeflow.secrets import public_env, resolve_secrets
 from judgeflow.stages.common import PreparedData, Progress, run_dir
 from judgeflow.stages.evaluate import evaluate_stage
 from judgeflow.stages.train import sft_stage, train_stage
 from judgeflow.storage import write_json
-from judgeflow.tracking import Tracker, resolve_tracking_uri
+from judgeflow.tracking import BackgroundMetrics, Tracker, resolve_tracking_uri
 
 STAGE_INPUT = "input.json"
+#: Metrics a job could not deliver (MLflow unavailable), in its stage directory.
+METRICS_SPOOL = "metrics-spool.jsonl"
+#: How long a finished job waits for MLflow to take its last metrics before spooling them
+#: (`JUDGEFLOW_MLFLOW_WAIT_S` overrides it).
+MLFLOW_WAIT_S = 60.0
 
 
 def stage_spec(
@@ -38,7 +44,9 @@ def stage_spec(
 ) -> StageSpec:
     """The job for `stage` ("train" or "evaluate"): command, environment, shared directory.
 
-    Unless `dry_run`, this writes the stage input file the command reads.
+    Unless `dry_run`, this writes the stage input file the command reads. It is the one file
+    that holds the job's secrets (`judgeflow.secrets`), so only its owner may read it (0600);
+    the spec, which submitit pickles into the job folder, holds only the public environment.
     """
     name = name or stage
     workdir = Path(cfg.cluster.shared_dir) / run_id / name
@@ -47,11 +55,12 @@ def stage_spec(
             "stage": stage,
             "config": cfg.model_dump(mode="json"),
             "run_id": run_id,
+            SECRET_ENV: resolve_secrets(cfg.cluster),
             **payload,
         }
-        write_json(workdir / STAGE_INPUT, stage_input)
+        write_json(workdir / STAGE_INPUT, stage_input, mode=0o600)
     env = {
-        **cfg.cluster.env,
+        **public_env(cfg.cluster),
         "MLFLOW_TRACKING_URI": resolve_tracking_uri(cfg.tracking.tracking_uri),
         "MLFLOW_RUN_ID": run_id,
         "JUDGEFLOW_HOME": str(judgeflow_home()),
@@ -62,12 +71,18 @@ def stage_spec(
         command=[PYTHON, "-m", "judgeflow.stages.jobs", str(workdir / STAGE_INPUT)],
         workdir=str(workdir),
         env=env,
+        secrets_file=str(workdir / STAGE_INPUT),
         ray=cfg.cluster.backend == "slurm",
         gpus_per_node=cfg.cluster.gpus_per_node,
         ray_num_cpus=cfg.cluster.ray_num_cpus,
         ray_object_store_mb=cfg.cluster.ray_object_store_mb,
         ray_dashboard=cfg.cluster.ray_dashboard,
     )
+
+
+def metrics_spool(cfg: RunConfig, run_id: str, name: str) -> Path:
+    """Where the job of stage `name` leaves metrics MLflow did not take (see `run_stage_job`)."""
+    return Path(cfg.cluster.shared_dir) / run_id / name / METRICS_SPOOL
 
 
 def train_stage_spec(
@@ -176,7 +191,10 @@ def run_stage_job(input_file: str | Path) -> dict[str, Any] | None:
         )
     cfg = RunConfig.model_validate(inp["config"])
     workdir = Path(input_file).parent
-    tracker = Tracker.attach(inp["run_id"], cfg.tracking.tracking_uri)
+    tracker = Tracker.attach(
+        inp["run_id"], cfg.tracking.tracking_uri, spool=workdir / METRICS_SPOOL
+    )
+    to_mlflow = BackgroundMetrics(tracker)  # training never waits for (or on) MLflow
     latest: dict[str, float] = {}
     position = {"step": 0, "total": 0}
 
@@ -189,11 +207,20 @@ def run_stage_job(input_file: str | Path) -> dict[str, Any] | None:
         write_progress()
 
     def sink(metrics: dict[str, float], step: int) -> None:
-        tracker(metrics, step)
+        to_mlflow(metrics, step)
         latest.update(metrics)
         write_progress()
 
-    result = run(JobContext(cfg, inp, sink, progress))
+    try:
+        result = run(JobContext(cfg, inp, sink, progress))
+    finally:
+        wait = float(os.environ.get("JUDGEFLOW_MLFLOW_WAIT_S", MLFLOW_WAIT_S))
+        if not to_mlflow.close(timeout_s=wait):
+            print(
+                f"[judgeflow] MLflow at {tracker.tracking_uri} unavailable: metrics kept in "
+                f"{tracker.spool}; the flow sends them when it records this stage",
+                flush=True,
+            )
     if result is not None:
         write_json(workdir / RESULT_FILE, result)
     return result
