@@ -12,6 +12,7 @@ from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 
 from judgeflow.cluster import StageProgress, StageSpec, registry, submit, watch
+from judgeflow.cluster.submit import StageHandle, attach
 from judgeflow.config import RunConfig
 from judgeflow.console import report_progress
 
@@ -50,11 +51,16 @@ def run_job(
     is interrupted or cancelled while the job runs, the job is cancelled too.
     """
     logger = get_run_logger()
-    handle = submit(spec, cfg.cluster)
-    registry.record(
-        cfg.cluster.shared_dir, str(flow_run.get_id()),
-        backend=cfg.cluster.backend, job_id=handle.job_id, stage=spec.name,
-    )  # fmt: skip
+    key = str(flow_run.get_id())
+    handle = _still_running(cfg, spec, key)
+    if handle is not None:
+        logger.info("%s: following job %s, submitted earlier by this run", spec.name, handle.job_id)
+    else:
+        handle = submit(spec, cfg.cluster)
+        registry.record(
+            cfg.cluster.shared_dir, key,
+            backend=cfg.cluster.backend, job_id=handle.job_id, stage=spec.name,
+        )  # fmt: skip
     name_task_run_after_job(cfg.cluster.backend, handle.job_id)
     logger.info(
         "%s: %s job %s; log %s",
@@ -65,7 +71,10 @@ def run_job(
     )
     try:
         result = watch(
-            handle, on_log=logger.info, on_progress=on_progress, poll_s=cfg.cluster.poll_s
+            handle,
+            on_log=_tolerant(logger.info, logger),
+            on_progress=_tolerant(on_progress, logger) if on_progress else None,
+            poll_s=cfg.cluster.poll_s,
         )
     except BaseException as exc:
         if not handle.done():  # cancelled, interrupted, or the flow is going away
@@ -76,6 +85,30 @@ def run_job(
         raise
     logger.info("%s: job %s finished on %s", spec.name, handle.job_id, handle.node_list)
     return handle.job_id, result
+
+
+def _still_running(cfg: RunConfig, spec: StageSpec, key: str) -> StageHandle | None:
+    """This run's last job of this stage, if it is still queued or running: a task retried
+    after the flow lost track of its job (the Prefect API down, say) follows it again."""
+    earlier = registry.submitted(cfg.cluster.shared_dir, key, spec.name)
+    return attach(spec, cfg.cluster, str(earlier[-1]["job_id"])) if earlier else None
+
+
+def _tolerant(update: Callable[..., Any], logger: Any) -> Callable[..., None]:
+    """A progress or log update that may fail (the Prefect API restarting) without failing or
+    cancelling the job it reports on."""
+    warned = False
+
+    def call(*args: Any) -> None:
+        nonlocal warned
+        try:
+            update(*args)
+        except Exception as exc:
+            if not warned:
+                warned = True
+                logger.warning("progress update failed (%s); the job goes on", exc)
+
+    return call
 
 
 def job_task_run_name(name: str, backend: str, job_id: str) -> str:

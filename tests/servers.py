@@ -38,3 +38,25 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
             proc.wait()
+
+
+class Service:
+    """A server process that can be stopped and started again with the same state (its port,
+    database and files): a real outage and a real restart."""
+
+    def __init__(self, command: list[str], health_url: str, log: Path, env: dict[str, str]) -> None:
+        self.command, self.health_url, self.log, self.env = command, health_url, log, env
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 120) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen(
+            self.command, env=self.env, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        wait_http(self.health_url, timeout, self.proc, self.log)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop(self.proc)
+            self.proc = None

@@ -233,6 +233,12 @@ class ClusterConfig(_Section):
     ray_num_cpus: int | None = Field(None, gt=0, description="CPUs Ray may use per node")
     ray_object_store_mb: int | None = Field(None, ge=75, description="object store per node")
     ray_dashboard: bool = Field(False, description="dashboard on a per-job port, head only")
+    node_timeout_s: float = Field(
+        60.0, gt=0, description="a node silent this long fails a multi-node stage, retryably"
+    )
+    orphan_timeout_s: float = Field(
+        600.0, gt=0, description="a job nothing follows this long (its flow died) stops"
+    )
 
     @field_validator("shared_dir")
     @classmethod
@@ -241,12 +247,16 @@ class ClusterConfig(_Section):
 
     @field_validator("env", "secrets")
     @classmethod
-    def _variable_names(cls, value: dict[str, str]) -> dict[str, str]:
-        """Names go into `export NAME=…` lines of a shell script: identifiers only."""
-        for name in value:
+    def _variable_names(cls, value: dict[str, str], info: Any) -> dict[str, str]:
+        """Names go into `export NAME=…` lines of a shell script: identifiers only; a secret's
+        value says where the secret is, never what it is."""
+        for name, where in value.items():
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+            if info.field_name == "secrets" and not re.fullmatch(r"(env|prefect):[\w.\-/]+", where):
                 raise ValueError(
-                    f"{name!r} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)"
+                    f"cluster.secrets.{name} must say where the secret is — env:VARIABLE or "
+                    "prefect:SECRET_BLOCK — not hold it (the value is not shown)"
                 )
         return value
 
@@ -257,17 +267,6 @@ class ClusterConfig(_Section):
         for text in value if isinstance(value, list) else [value]:
             if isinstance(text, str) and re.search(r"[\x00-\x1f\x7f]", text):
                 raise ValueError(f"{text!r} holds a line break or control character")
-        return value
-
-    @field_validator("secrets")
-    @classmethod
-    def _references_only(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, where in value.items():
-            if not re.fullmatch(r"(env|prefect):[A-Za-z0-9_.\-/]+", where):
-                raise ValueError(
-                    f"cluster.secrets.{key} must say where the secret is — env:VARIABLE or "
-                    "prefect:SECRET_BLOCK — not hold it (the value is not shown)"
-                )
         return value
 
 

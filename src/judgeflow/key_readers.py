@@ -78,6 +78,7 @@ ONLY_READ_BY: dict[str, tuple[str, ...]] = {
             "ray_num_cpus",
             "ray_object_store_mb",
             "ray_dashboard",
+            "node_timeout_s",
         ]
     ),
 }

@@ -88,9 +88,33 @@ def test_train_and_evaluate_run_as_slurm_jobs_and_metrics_reach_mlflow(
     assert _queue(slurm_cluster, "judgeflow-train") == []
 
 
-def test_scancelled_train_job_is_retried_and_resumes_from_its_checkpoint(
-    slurm_cluster: SlurmCluster, prefect_server: str, mlflow_server: str, judgeflow_home: Path
+def _stage_process(run_dir: Path) -> int:
+    """The PID of the train stage's command (`python -m judgeflow.stages.jobs …/train/input.json`)."""
+    wanted = f"{run_dir.name}/train/input.json"
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "judgeflow.stages.jobs" in cmdline and wanted in cmdline:
+                return int(entry.name)
+    raise AssertionError(f"no stage process for {wanted}")
+
+
+@pytest.mark.parametrize("kill", ["scancel", "sigkill"])
+def test_killed_train_job_is_retried_and_resumes_from_its_checkpoint(
+    kill: str,
+    slurm_cluster: SlurmCluster,
+    prefect_server: str,
+    mlflow_server: str,
+    judgeflow_home: Path,
 ) -> None:
+    """Killed from outside — the job cancelled, or the stage's process killed as a dying node's
+    would be — the stage is resubmitted and resumes from its newest checkpoint; the steps
+    before that checkpoint are not trained again."""
+    import signal
+
     from flows.judge_grpo import judge_grpo
 
     since = _now()
@@ -109,9 +133,12 @@ def test_scancelled_train_job_is_retried_and_resumes_from_its_checkpoint(
     thread = threading.Thread(target=run_flow, daemon=True)
     thread.start()
     runs = judgeflow_home / "artifacts" / "runs"
-    _wait(lambda: list(runs.glob("*/checkpoint-2/trainer_state.json")), 400, "checkpoint-2")
+    state = _wait(lambda: list(runs.glob("*/checkpoint-2/trainer_state.json")), 400, "checkpoint-2")
     first_job = _wait(lambda: _queue(slurm_cluster, "judgeflow-train"), 30, "the train job")[0]
-    slurm_cluster.run("scancel", first_job)
+    if kill == "scancel":
+        slurm_cluster.run("scancel", first_job)
+    else:
+        os.kill(_stage_process(state[0].parent.parent), signal.SIGKILL)
     thread.join(timeout=600)
     assert not thread.is_alive(), "the flow did not finish"
     assert "error" not in outcome, outcome.get("error")
@@ -122,7 +149,7 @@ def test_scancelled_train_job_is_retried_and_resumes_from_its_checkpoint(
     resumed_from = run.data.tags["judgeflow.resumed_from"]
     assert "checkpoint-" in resumed_from and int(resumed_from.rsplit("-", 1)[1]) >= 2
     states = dict(_jobs(slurm_cluster, "judgeflow-train", since))
-    assert states[first_job].startswith("CANCELLED")
+    assert states[first_job].startswith("CANCELLED" if kill == "scancel" else "FAILED")
     second_job = run.data.tags["judgeflow.train.job_id"]
     assert second_job != first_job and states[second_job] == "COMPLETED"
     # Steps after the resume point were trained once: the metric history has no step twice
@@ -132,6 +159,8 @@ def test_scancelled_train_job_is_retried_and_resumes_from_its_checkpoint(
         for m in MlflowClient(mlflow_server).get_metric_history(run.info.run_id, "train/loss")
     ]
     assert max(steps) == 10
+    checkpoint = int(resumed_from.rsplit("-", 1)[1])
+    assert sorted(s for s in steps if s <= checkpoint) == list(range(1, checkpoint + 1))  # once
 
 
 SERVE = """

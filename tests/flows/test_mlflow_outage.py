@@ -9,14 +9,15 @@ down as the job ends, left in the job's spool file and sent by the flow (`replay
 from __future__ import annotations
 
 import json
-import subprocess
+import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mlflow.tracking import MlflowClient
-from servers import free_port, stop, wait_http
+from servers import Service, free_port
 
 from judgeflow.cluster import submit
 from judgeflow.config import load_config
@@ -34,35 +35,24 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 STEPS = 30
 
 
-class Server:
+def _mlflow(root: Path) -> Service:
     """An `mlflow server` that can be stopped and started again with the same state."""
-
-    def __init__(self, root: Path) -> None:
-        self.root, self.port = root, free_port()
-        self.uri = f"http://127.0.0.1:{self.port}"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        bin_dir = Path(sys.executable).parent
-        self.root.mkdir(parents=True, exist_ok=True)
-        log = self.root / "server.log"
-        self.proc = subprocess.Popen(
-            [str(bin_dir / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(self.port),
-             "--backend-store-uri", f"sqlite:///{self.root / 'mlflow.db'}",
-             "--artifacts-destination", str(self.root / "artifacts"), "--workers", "1"],
-            stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        wait_http(f"{self.uri}/health", 90, self.proc, log)
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            stop(self.proc)
-            self.proc = None
+    port = free_port()
+    command = [
+        str(Path(sys.executable).parent / "mlflow"), "server", "--host", "127.0.0.1",
+        "--port", str(port), "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+        "--artifacts-destination", str(root / "artifacts"), "--workers", "1",
+    ]  # fmt: skip
+    service = Service(
+        command, f"http://127.0.0.1:{port}/health", root / "server.log", dict(os.environ)
+    )
+    service.uri = f"http://127.0.0.1:{port}"  # type: ignore[attr-defined]
+    return service
 
 
 @pytest.fixture
 def server(tmp_path: Path):  # type: ignore[no-untyped-def]
-    s = Server(tmp_path / "mlflow")
+    s = _mlflow(tmp_path / "mlflow")
     s.start()
     yield s
     s.stop()
@@ -84,9 +74,7 @@ def _wait_step(spec_dir: Path, at_least: int, handle: object, timeout_s: float =
     return step
 
 
-def _training_job(
-    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_model: Path
-):  # type: ignore[no-untyped-def]
+def _training_job(server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_model: Path):  # type: ignore[no-untyped-def]
     monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
     (tmp_path / "home").mkdir()
     (tmp_path / "home" / "tiny-model").symlink_to(tiny_model, target_is_directory=True)
@@ -107,7 +95,7 @@ def _steps_logged(uri: str, run_id: str) -> list[int]:
 
 
 def test_server_back_before_the_job_ends(
-    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_model: Path
+    server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_model: Path
 ) -> None:
     cfg, run_id, spec, handle = _training_job(server, tmp_path, monkeypatch, tiny_model)
     workdir = Path(spec.workdir)
@@ -122,7 +110,7 @@ def test_server_back_before_the_job_ends(
 
 
 def test_server_still_down_when_the_job_ends(
-    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_model: Path
+    server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_model: Path
 ) -> None:
     monkeypatch.setenv("JUDGEFLOW_MLFLOW_WAIT_S", "3")  # do not wait a minute for it here
     cfg, run_id, spec, handle = _training_job(server, tmp_path, monkeypatch, tiny_model)

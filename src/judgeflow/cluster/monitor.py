@@ -6,6 +6,7 @@ terminal), so this stays free of any orchestrator.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -32,8 +33,11 @@ def watch(
     poll_s: float = 2.0,
 ) -> dict[str, Any]:
     """Poll until the job ends; then return its result (or raise StageFailed)."""
-    offset, pending, last_progress = 0, "", None
+    offset, pending, last_progress, beats = 0, "", None, 0
     while True:
+        beats += 1  # the job stops itself when this goes quiet (its flow is gone)
+        with contextlib.suppress(OSError):
+            handle.spec.flow_heartbeat_path.write_text(str(beats))
         finished = handle.done()
         text, offset = handle.log_tail(offset)
         pending = _emit_lines(pending + text, on_log)

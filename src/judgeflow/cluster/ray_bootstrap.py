@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judgeflow.cluster.heartbeat import NODE_LOST_EXIT, READINESS_PROBE, Heartbeat, Watchdog
 from judgeflow.cluster.net import free_ports, node_ip
 from judgeflow.cluster.procs import ProcessTree, exit_on_signals
 from judgeflow.data.io import atomic_write_text
@@ -63,31 +64,6 @@ _POLL_S = 0.1
 _JOIN_ATTEMPTS = 3
 # Ray's minimum object store size (75 MiB); used when the caller asks for the smallest.
 MIN_OBJECT_STORE_BYTES = 75 * 1024 * 1024
-
-# Runs in a short-lived interpreter so this process never loads Ray's auth config.
-_READINESS_PROBE = """
-import socket, sys, time
-from ray._raylet import GcsClient
-from ray.core.generated.gcs_pb2 import GcsNodeInfo
-address, want, deadline = sys.argv[1], int(sys.argv[2]), time.time() + float(sys.argv[3])
-host, port = address.rsplit(":", 1)
-client, alive, error = None, 0, "no answer"
-while time.time() < deadline:
-    try:
-        if client is None:  # GcsClient blocks for seconds if GCS is not listening yet
-            socket.create_connection((host, int(port)), timeout=1).close()
-            client = GcsClient(address=address)
-        nodes = client.get_all_node_info(timeout=5).values()
-        alive = sum(n.state == GcsNodeInfo.GcsNodeState.ALIVE for n in nodes)
-        error = "none"
-    except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"
-    if alive >= want:
-        sys.exit(0)
-    time.sleep(0.2)
-print(f"probe: {alive}/{want} nodes alive; last error: {error}", file=sys.stderr, flush=True)
-sys.exit(3)
-"""
 
 
 class RayBootstrapError(RuntimeError):
@@ -337,7 +313,7 @@ def _start_head(
     # The probe imports Ray (seconds) while the head starts, so start it right away.
     probe = node.spawn(
         "readiness probe",
-        [sys.executable, "-c", _READINESS_PROBE, address, str(alloc.world), str(ready_timeout_s)],
+        [sys.executable, "-c", READINESS_PROBE, address, str(alloc.world), str(ready_timeout_s)],
         ray_env,
         None,
         owns_temp=False,
@@ -395,6 +371,7 @@ def _run_head(
     ready_timeout_s: float,
     res: _Resources,
     dashboard: bool,
+    node_timeout_s: float,
 ) -> int:
     t0 = time.monotonic()
     info, denv = _start_head(node, env, ready_timeout_s, res, dashboard)
@@ -404,10 +381,28 @@ def _run_head(
     )
     try:
         driver = node.spawn("driver", command, denv, subprocess.PIPE, owns_temp=False)
-        code = _stream(driver.proc)
     except OSError as exc:  # e.g. the command does not exist
         node.log(f"[ray-bootstrap] cannot run driver {command[:1]}: {exc}")
-        code = 127
+        return 127
+
+    def lost(rank: int, silent_s: float) -> None:
+        node.log(
+            f"[ray-bootstrap] rank {rank} silent for {silent_s:.0f}s: its node is lost; "
+            "stopping the driver so the stage fails now (retryably) and frees the allocation"
+        )
+        driver.stop(5, node.log)
+
+    watchdog = Watchdog(
+        node.alloc.rendezvous_dir, range(1, node.alloc.world), lost_after_s=node_timeout_s,
+        on_lost=lost,
+    )  # fmt: skip
+    watchdog.start()
+    try:
+        code = _stream(driver.proc)
+    finally:
+        watchdog.stop()
+    if watchdog.lost is not None:
+        code = NODE_LOST_EXIT
     node.log(f"[ray-bootstrap] driver exited with {code}")
     return code
 
@@ -441,7 +436,9 @@ def _run_worker(
     attempt = 1
     worker = _join(node, info, ip, res, env)
     misses, next_check = 0, 0.0
+    heartbeat = Heartbeat(alloc.rendezvous_dir, alloc.rank)  # rank 0 watches it
     while not done.exists():
+        heartbeat.beat()
         if worker.proc.poll() is not None:
             if done.exists():
                 break
@@ -476,6 +473,7 @@ def run_in_ray_cluster(
     log: Log = print,
     object_store_memory: int | None = None,
     stop_grace_s: float = 15,
+    node_timeout_s: float = 60,
 ) -> int:
     """Run ``command`` on a Ray cluster spanning the allocation; call it on every task.
 
@@ -484,7 +482,9 @@ def run_in_ray_cluster(
     call started are stopped before it returns, also on exceptions and on SIGTERM/SIGINT
     (which then end in ``SystemExit(128 + signal)``). ``object_store_memory`` is per node, in
     bytes (Ray's minimum is :data:`MIN_OBJECT_STORE_BYTES`); ``stop_grace_s`` is how long each
-    started process gets between SIGTERM and SIGKILL.
+    started process gets between SIGTERM and SIGKILL. A worker rank silent for
+    ``node_timeout_s`` while the driver runs stops it: rank 0 then returns
+    :data:`NODE_LOST_EXIT` (see :mod:`judgeflow.cluster.heartbeat`).
     """
     res = _Resources(num_cpus, num_gpus, object_store_memory)
     alloc.rendezvous_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -496,7 +496,9 @@ def run_in_ray_cluster(
         with exit_on_signals(log) as disarm:
             try:
                 if alloc.rank == 0:
-                    code = _run_head(node, command, base, ready_timeout_s, res, dashboard)
+                    code = _run_head(
+                        node, command, base, ready_timeout_s, res, dashboard, node_timeout_s
+                    )
                 else:
                     _run_worker(node, base, ready_timeout_s, res)
                     code = 0
@@ -540,6 +542,9 @@ def _parser() -> argparse.ArgumentParser:
         "--object-store-memory", type=int, default=None, help="object store bytes per node"
     )
     p.add_argument("--dashboard", action="store_true", help="serve the dashboard on the head IP")
+    p.add_argument(
+        "--node-timeout", type=float, default=60.0, help="seconds a silent node is given"
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS... (run on rank 0)")
     return p
 
@@ -565,6 +570,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             dashboard=args.dashboard,
             log=log,
             object_store_memory=args.object_store_memory,
+            node_timeout_s=args.node_timeout,
         )
     except RayBootstrapError as exc:
         log(f"[ray-bootstrap] error: {exc}")

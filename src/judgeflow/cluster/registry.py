@@ -41,3 +41,12 @@ def cancel_all(shared_dir: str | Path, key: str) -> list[str]:
                 os.kill(int(job_id), signal.SIGTERM)
         cancelled.append(job_id)
     return cancelled
+
+
+def submitted(shared_dir: str | Path, key: str, stage: str) -> list[dict[str, str]]:
+    """The jobs recorded under `key` for `stage`, oldest first."""
+    path = registry_file(shared_dir, key)
+    if not path.exists():
+        return []
+    entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [e for e in entries if e.get("stage") == stage]

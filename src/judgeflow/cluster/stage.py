@@ -19,6 +19,8 @@ import submitit
 
 RESULT_FILE = "result.json"
 PROGRESS_FILE = "progress.json"
+FAILURE_FILE = "failure.json"
+FLOW_HEARTBEAT_FILE = "followed"
 SECRET_ENV = "secret_env"  # the key of a job's secrets in its input file (`secrets_file`)
 PYTHON = "@python"  # in a command: the job's own interpreter (a container's, on a cluster)
 
@@ -36,6 +38,8 @@ class StageSpec:
     ray_num_cpus: int | None = None
     ray_object_store_mb: int | None = None
     ray_dashboard: bool = False
+    node_timeout_s: float = 60.0  # a silent node fails the stage (retryably) after this
+    orphan_timeout_s: float = 600.0  # no flow following the job this long: the job stops
     ready_timeout_s: float = 180.0
 
     @property
@@ -45,6 +49,16 @@ class StageSpec:
     @property
     def progress_path(self) -> Path:
         return Path(self.workdir) / PROGRESS_FILE
+
+    @property
+    def flow_heartbeat_path(self) -> Path:
+        """Rewritten by whoever follows the job (`monitor.watch`); the job stops without it."""
+        return Path(self.workdir) / FLOW_HEARTBEAT_FILE
+
+    @property
+    def failure_path(self) -> Path:
+        """Why the last attempt failed, when the job knows better than its Slurm state."""
+        return Path(self.workdir) / FAILURE_FILE
 
 
 class StageFailed(RuntimeError):
@@ -72,8 +86,10 @@ class StageJob(submitit.helpers.Checkpointable):
         spec = replace(spec, command=[sys.executable if c == PYTHON else c for c in spec.command])
         rendezvous = Path(spec.workdir) / "rendezvous"
         alloc = Allocation.from_env(rendezvous)
-        if alloc.rank == 0:
-            spec.result_path.unlink(missing_ok=True)  # a requeued attempt must not see a stale one
+        if alloc.rank == 0:  # a requeued attempt must not see a stale result or failure
+            spec.result_path.unlink(missing_ok=True)
+            spec.failure_path.unlink(missing_ok=True)
+            _stop_when_orphaned(spec)
         print(
             f"[judgeflow] stage {spec.name}: rank {alloc.rank}/{alloc.world} on {alloc.node_name}",
             flush=True,
@@ -93,6 +109,7 @@ class StageJob(submitit.helpers.Checkpointable):
                 num_cpus=spec.ray_num_cpus,  # cluster.ray_num_cpus / ray_object_store_mb /
                 object_store_memory=store_mb * 1024 * 1024 if store_mb else None,
                 dashboard=spec.ray_dashboard,  # ray_dashboard: what Ray is started with
+                node_timeout_s=spec.node_timeout_s,
             )
         elif alloc.rank == 0:  # a single-node command: the other ranks have nothing to do
             with exit_on_signals(print):  # submitit ignores SIGTERM; we must stop the command
@@ -102,13 +119,59 @@ class StageJob(submitit.helpers.Checkpointable):
         if alloc.rank != 0:
             return None
         if code != 0:
-            raise StageFailed(f"stage {spec.name}: command exited with code {code}")
+            raise _failure(spec, code)
         if not spec.result_path.exists():
             raise StageFailed(
                 f"stage {spec.name}: command succeeded but wrote no {spec.result_path}"
             )
         result: dict[str, Any] = json.loads(spec.result_path.read_text())
         return result
+
+
+def _stop_when_orphaned(spec: StageSpec) -> None:
+    """Stop this job when nothing follows it any more: the flow that submitted it (and would
+    record its result) died with its worker. Its allocation is then released instead of held
+    to the time limit; the reason is left in the failure file."""
+    import signal
+
+    from judgeflow.cluster.heartbeat import Watchdog
+    from judgeflow.data.io import atomic_write_text
+
+    def orphaned(_key: int, silent_s: float) -> None:
+        reason = (
+            f"stage {spec.name}: stopped because nothing followed the job for {silent_s:.0f}s "
+            f"(the flow that submitted it is gone; {spec.flow_heartbeat_path} unchanged)"
+        )
+        print(f"[judgeflow] {reason}", flush=True)
+        atomic_write_text(spec.failure_path, json.dumps({"reason": reason, "retryable": False}))
+        os.kill(os.getpid(), signal.SIGTERM)  # exit_on_signals stops what the job started
+
+    Watchdog(
+        Path(spec.workdir), range(0), lost_after_s=spec.orphan_timeout_s, on_lost=orphaned,
+        poll_s=min(5.0, spec.orphan_timeout_s / 4), files={0: spec.flow_heartbeat_path},
+    ).start()  # fmt: skip
+
+
+def _failure(spec: StageSpec, code: int) -> StageFailed:
+    """The stage command failed: by itself (not retried), or killed from outside — a signal
+    (an operator, a dying node's kill, the OOM killer) or a lost node — which a resubmission,
+    resuming from the last checkpoint, can get past. The reason is written down because the
+    job's Slurm state (FAILED) cannot tell the two apart."""
+    import signal
+
+    from judgeflow.cluster.heartbeat import NODE_LOST_EXIT
+    from judgeflow.data.io import atomic_write_text
+
+    if code == NODE_LOST_EXIT:
+        why, retryable = "a node of the allocation was lost", True
+    elif code < 0 or code in (128 + signal.SIGKILL, 128 + signal.SIGTERM):
+        number = -code if code < 0 else code - 128
+        why, retryable = f"the command was killed by {signal.Signals(number).name}", True
+    else:
+        why, retryable = f"the command exited with code {code}", False
+    message = f"stage {spec.name}: {why}"
+    atomic_write_text(spec.failure_path, json.dumps({"reason": message, "retryable": retryable}))
+    return StageFailed(message, retryable=retryable)
 
 
 def _secret_env(spec: StageSpec) -> dict[str, str]:

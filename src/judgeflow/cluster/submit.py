@@ -98,11 +98,13 @@ class StageHandle:
             results = self.job.results()
         except (submitit.core.utils.FailedJobError, submitit.core.utils.UncompletedJobError) as exc:
             state = self.final_state()
+            known = _job_failure(self.spec)  # what the job itself found (a kill, a lost node)
             raise StageFailed(
-                f"stage {self.spec.name} (job {self.job_id}) ended in state {state.value}; "
-                f"log: {self.log_paths['stdout']}\n{_last_lines(str(exc), 30)}",
+                f"stage {self.spec.name} (job {self.job_id}) ended in state {state.value}"
+                + (f" ({known['reason']})" if known else "")
+                + f"; log: {self.log_paths['stdout']}\n{_last_lines(str(exc), 30)}",
                 state=state.value,
-                retryable=state.killed_from_outside,
+                retryable=state.killed_from_outside or bool(known and known["retryable"]),
             ) from None
         if not results or results[0] is None:
             raise StageFailed(f"stage {self.spec.name} (job {self.job_id}) returned no result")
@@ -174,6 +176,8 @@ def slurm_parameters(cluster: ClusterConfig) -> dict[str, Any]:
         + [f"export {k}={shlex.quote(v)}" for k, v in public_env(cluster).items()],
         "slurm_additional_parameters": extra,
         "slurm_signal_delay_s": 120,  # time between the USR2 warning and the kill: enough to checkpoint
+        # one task ending badly (a lost node) ends the others: the allocation is released
+        "slurm_srun_args": ["--kill-on-bad-exit=1"],
     }
     return {k: v for k, v in params.items() if v not in (None, [], {})}
 
@@ -184,6 +188,20 @@ def submit(spec: StageSpec, cluster: ClusterConfig) -> StageHandle:
     executor = make_executor(cluster, folder, name=f"judgeflow-{spec.name}")
     job = executor.submit(StageJob(), spec)
     return StageHandle(job=job, spec=spec, backend=cluster.backend)
+
+
+def attach(spec: StageSpec, cluster: ClusterConfig, job_id: str) -> StageHandle | None:
+    """A handle on an earlier submission of `spec` that is still queued or running (Slurm), so a
+    retried task follows it instead of submitting a second job; None when there is none."""
+    if cluster.backend != "slurm":
+        return None  # a local job is a child of the process that died with the task
+    job: submitit.Job[Any] = submitit.SlurmJob(folder=Path(spec.workdir) / "jobs", job_id=job_id)
+    handle = StageHandle(job=job, spec=spec, backend=cluster.backend)
+    try:
+        job.get_info(mode="force")
+    except Exception:  # accounting has forgotten it: treat as gone
+        return None
+    return handle if not handle.state.finished and handle.state != JobState.UNKNOWN else None
 
 
 def render_sbatch(spec: StageSpec, cluster: ClusterConfig) -> str:
@@ -228,8 +246,25 @@ def _auto_executor(
     return submitit.AutoExecutor(folder=str(folder), cluster=backend, **executor_options(cluster))
 
 
+def _job_failure(spec: StageSpec) -> dict[str, Any] | None:
+    import json
+
+    try:
+        return dict(json.loads(spec.failure_path.read_text()))
+    except (OSError, ValueError):
+        return None
+
+
 def _last_lines(text: str, n: int) -> str:
     return "\n".join(text.strip().splitlines()[-n:])
 
 
-__all__ = ["JobState", "StageFailed", "StageHandle", "make_executor", "render_sbatch", "submit"]
+__all__ = [
+    "JobState",
+    "StageFailed",
+    "StageHandle",
+    "attach",
+    "make_executor",
+    "render_sbatch",
+    "submit",
+]

@@ -77,6 +77,8 @@ def stage_spec(
         ray_num_cpus=cfg.cluster.ray_num_cpus,
         ray_object_store_mb=cfg.cluster.ray_object_store_mb,
         ray_dashboard=cfg.cluster.ray_dashboard,
+        node_timeout_s=cfg.cluster.node_timeout_s,
+        orphan_timeout_s=cfg.cluster.orphan_timeout_s,
     )
 
 
