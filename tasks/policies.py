@@ -7,24 +7,29 @@ data, bad config, a source that does not exist, a job that failed by itself) fai
 Caching: `cached(task)` turns on Prefect's result persistence for a stage with a content-derived
 key from `judgeflow.caching`, results and keys in two directories every worker can read
 (`judgeflow.caching.cache_dirs`). A cached result whose files are gone is evicted, so the stage
-runs again instead of handing out a dangling path.
+runs again instead of handing out a dangling path. Runs that need the same key at once compute
+it once: the stage's transaction holds the key's lock (`tasks.locking`) from the cache lookup
+until the result is written, and the other runs wait, then read the finished record.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from prefect.cache_policies import CachePolicy
 from prefect.context import TaskRunContext
+from prefect.exceptions import MissingContextError
 from prefect.filesystems import LocalFileSystem
-from prefect.logging import get_logger
+from prefect.logging import get_logger, get_run_logger
 from prefect.results import ResultStore
 
 from judgeflow import caching
 from judgeflow.config import RunConfig
 from judgeflow.retries import is_transient
+from tasks.locking import FlockLockManager, holding
 
 logger = get_logger("judgeflow.cache")
 
@@ -89,19 +94,37 @@ class StageCache(CachePolicy):
         return key
 
     def _evict_if_unusable(self, key: str) -> None:
+        """Drop the key's record when it cannot be used; under its lock, so never while
+        another run is writing it (that run's record is read once it is complete)."""
         dirs = caching.cache_dirs()
         record_path = dirs["keys"] / key
+        locks = FlockLockManager(dirs["locks"])
+        if locks.is_locked(key):  # the transaction waits for it; say why the task is idle
+            _task_logger().info(
+                "cache %s: another run is computing %s; waiting for its result", key, self.stage
+            )
         if not record_path.exists():
             return
-        try:
-            result = _store(dirs).read(key).result
-        except Exception as exc:  # unreadable record (code moved on): run again
-            logger.info("cache %s: unreadable (%s); running %s again", key, exc, self.stage)
-            record_path.unlink(missing_ok=True)
-            return
-        if not caching.usable(result):
-            logger.info("cache %s: its files are gone; running %s again", key, self.stage)
-            record_path.unlink(missing_ok=True)
+        with holding(locks, key, holder=f"evict-{uuid.uuid4().hex}"):
+            if not record_path.exists():
+                return
+            try:
+                result = _store(dirs).read(key).result
+            except Exception as exc:  # unreadable record (code moved on): run again
+                logger.info("cache %s: unreadable (%s); running %s again", key, exc, self.stage)
+                record_path.unlink(missing_ok=True)
+                return
+            if not caching.usable(result):
+                logger.info("cache %s: its files are gone; running %s again", key, self.stage)
+                record_path.unlink(missing_ok=True)
+
+
+def _task_logger() -> Any:
+    """The task run's logger (shown in the UI) when there is a task run, else ours."""
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logger
 
 
 def _store(dirs: dict[str, Path]) -> ResultStore:
@@ -143,8 +166,13 @@ def cached(task: Any, *, retries: int | None = None, retry_delay_s: float | None
     dirs = caching.cache_dirs()
     for path in dirs.values():
         path.mkdir(parents=True, exist_ok=True)
+    policy = StageCache(stage=task.name).configure(
+        key_storage=dirs["keys"],
+        lock_manager=FlockLockManager(dirs["locks"]),
+        isolation_level="SERIALIZABLE",  # one run computes a key, the others wait for it
+    )
     options: dict[str, Any] = {
-        "cache_policy": StageCache(stage=task.name).configure(key_storage=dirs["keys"]),
+        "cache_policy": policy,
         "result_storage": dirs["results"],
         "persist_result": True,
     }

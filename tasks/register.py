@@ -8,16 +8,26 @@ in the `registry` artifact, the run summary and the flow's return value.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
 
-from judgeflow import stages
+from judgeflow import caching, stages
 from judgeflow.config import RunConfig
-from judgeflow.stages.register import champion_config, champion_to_measure, register_stage
+from judgeflow.stages.register import (
+    champion_config,
+    champion_to_measure,
+    register_stage,
+    registered_name,
+)
 from tasks.evaluate import evaluate
+from tasks.locking import FlockLockManager, holding
 from tasks.policies import BACKOFF, JITTER, cached, retry_transient
 from tasks.tracking import record_evaluation, submitted_jobs
 
@@ -46,28 +56,44 @@ def register(
     champion_evaluation: dict[str, Any] | None = None,
     comparison: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The model version and the gate's decision (`promoted`, `reason`, the numbers)."""
+    """The model version and the gate's decision (`promoted`, `reason`, the numbers).
+
+    One run at a time decides on a registered model (`registry_lock`): the gate reads the
+    champion, then moves the alias, and two runs in between would both see the old champion
+    (or none) and the later alias would win, whatever its numbers.
+    """
     jobs = (
         submitted_jobs(cfg.cluster.shared_dir, str(flow_run.get_id()))
         if cfg.cluster.backend == "slurm"
         else {}
     )
-    decision = register_stage(
-        cfg,
-        run_id=run_id,
-        model_dir=model_dir,
-        kind=kind,
-        evaluation=evaluation,
-        champion_evaluation=champion_evaluation,
-        job_ids=jobs.get("sft" if kind == "sft" else "train", []),
-        comparison=comparison or [],
-    )
+    with registry_lock(registered_name(cfg, kind)):
+        decision = register_stage(
+            cfg,
+            run_id=run_id,
+            model_dir=model_dir,
+            kind=kind,
+            evaluation=evaluation,
+            champion_evaluation=champion_evaluation,
+            job_ids=jobs.get("sft" if kind == "sft" else "train", []),
+            comparison=comparison or [],
+        )
     create_markdown_artifact(
         key=f"registry-{kind}",
         markdown=_markdown(decision.to_dict()),
         description=f"{decision.name} v{decision.version}: {decision.verdict}",
     )
     return decision.to_dict()
+
+
+@contextlib.contextmanager
+def registry_lock(name: str) -> Iterator[None]:
+    """Hold the lock of registered model `name` (next to the cache locks, so every run with the
+    same $JUDGEFLOW_HOME or cache directory sees it; a lock dies with its process)."""
+    locks = FlockLockManager(caching.cache_dirs()["locks"])
+    key = "register-" + hashlib.sha256(name.encode()).hexdigest()[:32]
+    with holding(locks, key, holder=uuid.uuid4().hex):
+        yield
 
 
 def register_model(

@@ -50,11 +50,15 @@ def cache_dirs() -> dict[str, Path]:
     `$JUDGEFLOW_PREFECT_RESULTS` / `$JUDGEFLOW_PREFECT_CACHE_KEYS` override the defaults under
     `$JUDGEFLOW_HOME` (put that on the shared filesystem for a cluster). They are different
     directories on purpose: Prefect's result records and cache keys must not share a path.
+    The locks that make concurrent runs compute a key once live next to the keys (`locks`), so
+    every run that can read a key also sees its lock.
     """
     home = judgeflow_home()
+    keys = Path(os.environ.get("JUDGEFLOW_PREFECT_CACHE_KEYS") or home / "prefect-cache-keys")
     return {
         "results": Path(os.environ.get("JUDGEFLOW_PREFECT_RESULTS") or home / "prefect-results"),
-        "keys": Path(os.environ.get("JUDGEFLOW_PREFECT_CACHE_KEYS") or home / "prefect-cache-keys"),
+        "keys": keys,
+        "locks": keys / ".locks",
     }
 
 

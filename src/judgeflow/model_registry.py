@@ -320,11 +320,15 @@ class ModelRegistry:
         try:
             self.client.get_registered_model(name)
         except MlflowException:
-            self.client.create_registered_model(
-                name,
-                tags={TAG_MANAGED: "true", TAG_MODE: mode},
-                description=f"judgeflow: {mode} judge; the `{CHAMPION}` alias is the one to use.",
-            )
+            try:
+                self.client.create_registered_model(
+                    name,
+                    tags={TAG_MANAGED: "true", TAG_MODE: mode},
+                    description=f"judgeflow: {mode} judge; the `{CHAMPION}` alias is the one to use.",
+                )
+            except MlflowException as exc:  # another run registering at once created it first
+                if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                    raise
         pointer = {"model_uri": model_uri, "mode": mode, "registered_model": name}
         artifact_path = f"registered/{name}"
         with tempfile.TemporaryDirectory() as tmp:

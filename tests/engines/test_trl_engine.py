@@ -14,7 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from judgeflow.dev import build_tiny_model
-from judgeflow.engines.trl import GrpoParams, map_trl_logs, reward_functions, train_grpo
+from judgeflow.engines.trl import (
+    GrpoParams,
+    map_trl_logs,
+    read_data_order,
+    reward_functions,
+    train_grpo,
+)
 
 NAMED_METRICS = {
     "train/reward_mean",
@@ -73,9 +79,12 @@ def test_trains_streams_metrics_and_resumes(setup: tuple[Path, Path], tmp_path: 
     logged: list[tuple[int, dict[str, float]]] = []
     steps: list[tuple[int, int]] = []
 
+    val = tmp_path / "val.parquet"  # evaluated after each step: its rows are not training data
+    pq.write_table(pa.Table.from_pylist([{**_row(i), "extra_info": {"index": i}} for i in (100, 101)]), val)  # fmt: skip
     first = train_grpo(
         _params(model, out, max_steps=2),
         train,
+        eval_file=val,
         metrics_sink=lambda m, s: logged.append((s, m)),
         progress=lambda step, total: steps.append((step, total)),
     )
@@ -88,6 +97,7 @@ def test_trains_streams_metrics_and_resumes(setup: tuple[Path, Path], tmp_path: 
     assert steps == [(1, 2), (2, 2)]
     per_step = {s: m for s, m in logged if "train/loss" in m}
     assert sorted(per_step) == [1, 2]
+    assert [s for s, m in logged if "val/reward_mean" in m] == [1, 2]
     for metrics in per_step.values():
         assert metrics.keys() >= NAMED_METRICS
         assert all(math.isfinite(metrics[k]) for k in NAMED_METRICS)
@@ -112,6 +122,11 @@ def test_trains_streams_metrics_and_resumes(setup: tuple[Path, Path], tmp_path: 
     assert steps == [(3, 3)]  # continued, did not start over
     assert [s for s, m in logged if "train/loss" in m] == [3]
     assert second.last_checkpoint == out / "checkpoint-3"
+    # The audit trail: two training prompts per step, none of the validation rows.
+    order = read_data_order(out)
+    assert sorted(order) == [1, 2, 3]
+    assert [order[s]["attempt_from"] for s in (1, 2, 3)] == [0, 0, 2]
+    assert all(len(r["rows"]) == 2 and set(r["rows"]) <= set(range(8)) for r in order.values())
 
 
 def test_reward_adapter_scores_conversational_completions() -> None:
@@ -193,6 +208,8 @@ def test_a_partially_saved_checkpoint_is_skipped(tmp_path: Path) -> None:
         ckpt.mkdir()
         if complete:
             (ckpt / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-8").mkdir()  # killed while writing the state file
+    (tmp_path / "checkpoint-8" / "trainer_state.json").write_text('{"global_st')
     (tmp_path / "checkpoint-final").mkdir()
     assert last_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-4"
     assert last_complete_checkpoint(tmp_path / "absent") is None

@@ -5,6 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import sys
+import threading
+import time
 
 
 def node_ip() -> str:
@@ -28,18 +31,64 @@ def node_ip() -> str:
     return "127.0.0.1"
 
 
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct ports the OS reports free now, so two jobs on one host do not collide."""
-    socks = []
+#: How long a port handed out by `free_ports` stays reserved on this host: long enough for the
+#: program it is for (`ray start`, torchrun) to bind it.
+PORT_HOLD_S = 120.0
+# Reservations this process holds: (expiry, socket). Process-wide by nature, like the ports.
+_reserved: list[tuple[float, socket.socket]] = []
+_reserved_lock = threading.Lock()
+_ABSTRACT_SOCKETS = sys.platform.startswith("linux")  # elsewhere: picks are not reserved
+
+
+def free_ports(n: int, *, hold_s: float = PORT_HOLD_S) -> list[int]:
+    """``n`` distinct ports the OS reports free now, reserved on this host for ``hold_s``.
+
+    A port is only picked here; the program it is for binds it later, and in between another
+    pick could return it again: a second Ray cluster starting on the same node, or this job's
+    own next call (the Ray head picks its ports in two calls). So each port handed out is also
+    reserved: an abstract unix socket named after it is held for ``hold_s`` seconds (Linux; it
+    disappears with the process, so nothing is left behind), and a pick whose name is taken is
+    thrown back. Programs other than judgeflow's do not see the reservation; a collision with
+    one of them is still possible (the Ray bootstrap retries a worker's `ray start`).
+    """
+    with _reserved_lock:
+        _drop_expired()
+        ports: list[int] = []
+        held: list[socket.socket] = []  # keep picks bound until done: distinct within the call
+        try:
+            while len(ports) < n:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                held.append(s)
+                s.bind(("", 0))
+                port = s.getsockname()[1]
+                if _ABSTRACT_SOCKETS:
+                    reservation = _reserve(port)
+                    if reservation is None:
+                        continue  # another judgeflow process (or this one) holds it
+                    _reserved.append((time.monotonic() + hold_s, reservation))
+                ports.append(port)
+        finally:
+            for s in held:
+                s.close()
+        return ports
+
+
+def _reserve(port: int) -> socket.socket | None:
+    """The host-wide reservation of ``port``, or None when someone already holds it."""
+    reservation = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+        reservation.bind(f"\0judgeflow-port-{port}")
+    except OSError:
+        reservation.close()
+        return None
+    return reservation
+
+
+def _drop_expired() -> None:
+    now = time.monotonic()
+    for entry in [e for e in _reserved if e[0] <= now]:
+        entry[1].close()
+        _reserved.remove(entry)
 
 
 # --------------------------------------------------------------------------- processes

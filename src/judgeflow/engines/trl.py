@@ -4,11 +4,17 @@ It reads the same verl RL parquet and scores with the same verl `compute_score` 
 cluster engine, so a run here differs from a verl run only in scale. Metrics leave through an
 injected sink (the caller decides where they go: MLflow, a list in a test), never through TRL's
 own integrations.
+
+Every optimizer step appends the prepared rows it trained on to `data_order.jsonl` in the output
+directory (`read_data_order`): an audit trail of what the model saw, in order, across resumes.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib
+import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -25,12 +31,14 @@ if TYPE_CHECKING:
     from judgeflow.config import RunConfig
 
 __all__ = [
+    "DATA_ORDER_FILE",
     "GrpoParams",
     "MetricsSink",
     "Progress",
     "TrainResult",
     "load_rl_parquet",
     "map_trl_logs",
+    "read_data_order",
     "reward_functions",
     "step_line",
     "train_grpo",
@@ -56,6 +64,8 @@ _RENAMES = {
     "learning_rate": "learning_rate",
 }
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_\-. /]")  # what MLflow accepts in a metric name
+#: The audit trail of training data order, one JSON line per optimizer step (`read_data_order`).
+DATA_ORDER_FILE = "data_order.jsonl"
 
 
 @dataclass(frozen=True)
@@ -145,22 +155,24 @@ def train_grpo(
     Trainer's raw dict dump and progress bar.
     """
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
-    from trl import GRPOTrainer
 
     _limit_cpu_threads(params)
     output_dir = Path(params.output_dir)
     resumed_from = last_complete_checkpoint(output_dir) if resume else None
 
     recorder = _MetricsCallback(metrics_sink, progress, on_line or _print_line)
-    reward_funcs: list[Any] = [*reward_functions(params.reward)]
-    trainer = GRPOTrainer(
+    data_order = _DataOrderRecorder(
+        output_dir / DATA_ORDER_FILE, params.num_generations, _checkpoint_step(resumed_from)
+    )
+    reward_funcs: list[Any] = [*reward_functions(params.reward, observe=data_order.observe)]
+    trainer = _resumable_trainer_class()(
         model=params.model_path,
         reward_funcs=reward_funcs,
         args=_grpo_config(params, has_eval=eval_file is not None),
         train_dataset=load_rl_parquet(train_file),
         eval_dataset=load_rl_parquet(eval_file) if eval_file is not None else None,
         processing_class=_tokenizer(params.model_path),
-        callbacks=[recorder],
+        callbacks=[recorder, data_order],
     )
     for noisy in (ProgressCallback, PrinterCallback):  # they print every log dict verbatim
         trainer.remove_callback(noisy)
@@ -181,7 +193,9 @@ def last_complete_checkpoint(output_dir: Path) -> Path | None:
     """The newest `checkpoint-N` that was saved completely.
 
     A job killed while saving leaves a partial directory; the Trainer writes trainer_state.json
-    last, so a checkpoint without it is skipped and the previous one is used.
+    last, so a checkpoint without it is skipped and the previous one is used. The Trainer does
+    not write that file atomically either: one cut short (empty, or not a JSON object) would
+    fail every resume, so it counts as missing.
     """
     if not output_dir.is_dir():
         return None
@@ -191,9 +205,38 @@ def last_complete_checkpoint(output_dir: Path) -> Path | None:
         if p.name.removeprefix("checkpoint-").isdigit()
     ]
     for _, path in sorted(steps, reverse=True):
-        if (path / "trainer_state.json").is_file():
+        if _state_readable(path / "trainer_state.json"):
             return path
     return None
+
+
+def _state_readable(path: Path) -> bool:
+    try:
+        return isinstance(json.loads(path.read_text(encoding="utf-8")), dict)
+    except (OSError, ValueError):
+        return False
+
+
+def read_data_order(output_dir: str | Path) -> dict[int, dict[str, Any]]:
+    """Step -> what that optimizer step trained on, from `data_order.jsonl` (`DATA_ORDER_FILE`).
+
+    Each record has `rows` (the prepared rows' `extra_info.index`), `prompt_hashes`
+    (`extra_info.prompt_hash`, what decontamination compares), `epoch` and `attempt_from` (the
+    checkpoint step the writing attempt resumed from; 0 for a fresh start). A step trained again
+    after resuming from an older checkpoint keeps its last record: the earlier one belongs to
+    an attempt whose weights were thrown away. A line cut short by a kill is skipped.
+    """
+    path = Path(output_dir) / DATA_ORDER_FILE
+    order: dict[int, dict[str, Any]] = {}
+    if not path.is_file():
+        return order
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        order[int(record["step"])] = record
+    return dict(sorted(order.items()))
 
 
 def load_rl_parquet(path: str | Path) -> Dataset:
@@ -210,11 +253,14 @@ def load_rl_parquet(path: str | Path) -> Dataset:
     return Dataset(table.select(keep))  # in memory: no datasets cache directory to manage
 
 
-def reward_functions(reward: str) -> list[Callable[..., list[float]]]:
+def reward_functions(
+    reward: str, *, observe: Callable[[Mapping[str, Any]], None] | None = None
+) -> list[Callable[..., list[float]]]:
     """TRL reward functions over `judgeflow.rewards.<reward>.compute_score`.
 
     The first pays the verl `score`; the second reports `1 - valid_answer` and is given weight
     0, so TRL logs the format-failure rate (`rewards/format_failure/mean`) without paying it.
+    `observe` sees the reward inputs of every scored batch (the rows being trained on), once.
     """
     compute_score = importlib.import_module(f"judgeflow.rewards.{reward}").compute_score
 
@@ -230,6 +276,8 @@ def reward_functions(reward: str) -> list[Callable[..., list[float]]]:
         ]
 
     def score(completions: Sequence[Any], **kwargs: Any) -> list[float]:
+        if observe is not None:
+            observe(kwargs)
         return [float(r["score"]) for r in results(completions, kwargs)]
 
     def format_failure(completions: Sequence[Any], **kwargs: Any) -> list[float]:
@@ -324,6 +372,102 @@ class _MetricsCallback(TrainerCallback):
     ) -> None:
         if self.progress is not None and state.is_world_process_zero:
             self.progress(state.global_step, state.max_steps)
+
+
+class _DataOrderRecorder(TrainerCallback):
+    """Appends one line per optimizer step to `data_order.jsonl`: which prepared rows it trained on.
+
+    The reward adapter hands over the rows of each scored generation batch (`observe`); only
+    those between `on_step_begin` and `on_step_end` are training rows (evaluation scores rows
+    after `on_step_end`). A generation batch is each prompt `num_generations` times in a row, so
+    every `num_generations`-th entry is one prompt. Each line is written, flushed and synced
+    when its step ends, so a job killed later keeps it. One process (CPU / one GPU) sees all
+    rows; with several, this records the first process's share.
+    """
+
+    def __init__(self, path: Path, num_generations: int, attempt_from: int) -> None:
+        self.path = path
+        self.num_generations = num_generations
+        self.attempt_from = attempt_from
+        self._in_step = False
+        self._extras: list[Any] = []
+
+    def observe(self, reward_kwargs: Mapping[str, Any]) -> None:
+        if self._in_step:
+            extras = reward_kwargs.get("extra_info") or []
+            self._extras.extend(extras[:: self.num_generations])
+
+    def on_step_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
+        self._in_step, self._extras = True, []
+
+    def on_step_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
+        self._in_step = False
+        if not state.is_world_process_zero:
+            return
+        extras = [e if isinstance(e, Mapping) else {} for e in self._extras]
+        record = {
+            "step": state.global_step,
+            "epoch": round(float(state.epoch or 0.0), 6),
+            "rows": [e.get("index") for e in extras],
+            "prompt_hashes": [e.get("prompt_hash") for e in extras],
+            "attempt_from": self.attempt_from,
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as fh:  # one write per line: O_APPEND
+            fh.write(json.dumps(record) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+@functools.cache
+def _resumable_trainer_class() -> type[Any]:
+    """`GRPOTrainer` whose training order is a function of (seed, epoch), so a resume replays it.
+
+    TRL 0.24's `RepeatSampler` seeds its generator once, when the trainer is built, and draws
+    one permutation per epoch from it: epoch 2's order is the generator's second draw. A resumed
+    job builds a new trainer, and the Trainer no longer replays earlier epochs to advance the
+    generator, so after a resume at or after an epoch boundary epoch 2 got epoch 1's order again
+    (a mid-epoch resume trained the rest of epoch 1's order: rows repeated, others skipped).
+    Here each epoch reseeds from (seed, epoch) before it draws. The epoch comes from the trainer
+    state, not from `set_epoch`: accelerate's `skip_first_batches` (mid-epoch resume) wraps the
+    loader in a new one that calls `set_epoch(0)` on the sampler.
+    """
+    from torch.utils.data import Sampler
+    from trl import GRPOTrainer
+
+    class EpochSeededSampler(Sampler[int]):
+        def __init__(self, inner: Any, epoch: Callable[[], int]) -> None:
+            self.inner, self.epoch = inner, epoch
+
+        def __len__(self) -> int:
+            return len(self.inner)
+
+        def __iter__(self) -> Any:
+            if self.inner.shuffle:
+                self.inner.generator.manual_seed(_epoch_seed(self.inner.seed or 0, self.epoch()))
+            return iter(self.inner)
+
+    class ResumableGRPOTrainer(GRPOTrainer):
+        def _get_train_sampler(self, dataset: Any = None) -> Any:
+            inner = super()._get_train_sampler(dataset)
+            # floor(state.epoch) is the epoch being trained: 1.0 at the end of epoch 1, and a
+            # resumed state (1.0, 1.33) is loaded before the first batch is drawn.
+            return EpochSeededSampler(inner, lambda: int(self.state.epoch or 0))
+
+    return ResumableGRPOTrainer
+
+
+def _epoch_seed(seed: int, epoch: int) -> int:
+    digest = hashlib.sha256(f"judgeflow-train-order:{seed}:{epoch}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+def _checkpoint_step(checkpoint: Path | None) -> int:
+    return int(checkpoint.name.removeprefix("checkpoint-")) if checkpoint else 0
 
 
 #: verl's loss aggregation -> TRL's loss type (TRL has no seq-mean-token-sum).

@@ -1,0 +1,95 @@
+"""A stage two runs need at once is computed once; the cache-key lock dies with its holder.
+
+Real Prefect (server, task engine, result store); the stage is a real `download` of a local
+file, slowed down so that both submissions are inside it at the same time.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from flowtools import copy_sample
+from prefect import flow, task
+
+from judgeflow import stages
+from judgeflow.caching import cache_dirs
+from judgeflow.config import RunConfig, load_config
+from judgeflow.storage import Manifest
+from tasks.locking import FlockLockManager
+from tasks.policies import cached
+
+computed: list[str] = []
+
+
+@task(name="download")
+def slow_download(cfg: RunConfig) -> Manifest:
+    computed.append(threading.current_thread().name)
+    time.sleep(2)  # both submissions are now waiting on, or inside, this stage
+    return stages.download_stage(cfg)
+
+
+@flow
+def two_at_once(cfg: RunConfig) -> list[tuple[str, Manifest]]:
+    stage = cached(slow_download)
+    futures = [stage.submit(cfg), stage.submit(cfg)]
+    results = [f.result() for f in futures]
+    return [(f.state.name, result) for f, result in zip(futures, results, strict=True)]
+
+
+def test_the_second_run_waits_for_the_first_and_reads_its_result(
+    prefect_server: str, judgeflow_home: Path, tmp_path: Path
+) -> None:
+    source = copy_sample(tmp_path / "source")
+    cfg = load_config("grpo-pointwise", overrides=[f"data.source={source.as_uri()}"])
+    computed.clear()
+
+    outcomes = two_at_once(cfg)
+
+    assert len(computed) == 1  # computed once
+    assert sorted(name for name, _ in outcomes) == ["Cached", "Completed"]
+    (_, first), (_, second) = outcomes
+    assert first.content_hash == second.content_hash and first.local_dir == second.local_dir
+    # Nothing stays locked, and the lock files are where every run can see them.
+    locks = FlockLockManager(cache_dirs()["locks"])
+    lock_files = list(cache_dirs()["locks"].glob("download-*.lock"))
+    assert len(lock_files) == 1
+    assert not locks.is_locked(lock_files[0].stem)
+
+
+HOLD = """
+import sys, time
+from tasks.locking import FlockLockManager
+FlockLockManager(sys.argv[1]).acquire_lock("stage-key", holder="killed-run")
+print("HELD", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_holder_leaves_no_lock_behind(tmp_path: Path) -> None:
+    locks = FlockLockManager(tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+        cwd=Path(__file__).resolve().parents[2],  # where `tasks` is
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "HELD"
+        assert locks.is_locked("stage-key")
+        assert not locks.acquire_lock("stage-key", "waiting-run", acquire_timeout=0.5)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
+    # The kernel released it: no stale lock to wait for, unlike a lock file.
+    assert not locks.is_locked("stage-key")
+    assert locks.acquire_lock("stage-key", "waiting-run", acquire_timeout=0)
+    assert locks.is_lock_holder("stage-key", "waiting-run")
+    assert not locks.is_lock_holder("stage-key", "someone-else")
+    with pytest.raises(ValueError, match="No lock held by someone-else"):
+        locks.release_lock("stage-key", "someone-else")
+    locks.release_lock("stage-key", "waiting-run")
+    assert not locks.is_locked("stage-key")
