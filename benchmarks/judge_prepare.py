@@ -1,0 +1,194 @@
+"""Benchmark: `prepare_judge` (pointwise) against a pandas `iterrows` baseline.
+
+    .venv/bin/python benchmarks/judge_prepare.py               # 20,000 OpenJudge rows
+    .venv/bin/python benchmarks/judge_prepare.py --rows 2000 --repeat 1
+
+The input is generated OpenJudge JSONL (several responses per query, labels 0-4, answers of a
+few hundred to ~2,000 characters). The baseline is the straightforward implementation: read the
+file with pandas, loop with `iterrows`, render the DESIGN.md template by hand, build one dict per
+row, `pd.DataFrame(rows).to_parquet`. It validates only what it needs and writes no report;
+judgeflow validates every field and writes the data report (duplicates, label histogram,
+sha256). It reuses `judge_prompt_hash` because the prompt hash is a definition, not an
+implementation. Both write one train file (`val_fraction` 0); the rows are compared one by one.
+Measurement (subprocess per run, VmHWM peak RSS, median of repeats) is grrm_prepare.py's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from grrm_prepare import _peak_rss_kb, _text, same_rows, summarise
+
+SOURCES = ["helpsteer2", "ultrafeedback", "rewardbench2", "chatbot_arena"]
+
+
+def generate(path: Path, rows: int, seed: int = 0) -> None:
+    """OpenJudge pointwise JSONL: 1-3 responses per query, so queries repeat as in real data."""
+    rng = random.Random(seed)
+    written = 0
+    with path.open("w", encoding="utf-8") as out:
+        while written < rows:
+            query = _text(rng, 40, 300) + "?"
+            for _ in range(min(rng.randint(1, 3), rows - written)):
+                record = {
+                    "input": [{"role": "user", "content": query}],
+                    "output": [
+                        {
+                            "answer": {
+                                "role": "assistant",
+                                "content": _text(rng, 200, 2000),
+                                "label": {"helpfulness": rng.randint(0, 4)},
+                            }
+                        }
+                    ],
+                    "source": rng.choice(SOURCES),
+                }
+                out.write(json.dumps(record) + "\n")
+                written += 1
+
+
+# --------------------------------------------------------------------------- baseline
+
+# DESIGN.md's pointwise template, written out again so the baseline does not share code with
+# judgeflow's templates.
+_HEAD = (
+    "# Task Description\n"
+    "You are a professional expert in response quality evaluation.\n"
+    "You will be provided with a query and a response to that query.\n"
+    "Your task is to evaluate the quality of the response and assign a helpfulness score from 0 "
+    "to 4.\n"
+    "Please consider the following principles in your evaluation.\n"
+    "# Principles\n"
+    "1. Helpfulness: How well does the response address the user's needs (0=not helpful, "
+    "4=extremely helpful)\n"
+    "2. Accuracy: Factual correctness and reliability of information\n"
+    "3. Clarity: How clearly and understandably the response is written\n"
+    "4. Completeness: Whether the response fully addresses all aspects of the question\n"
+    "5. Relevance: How directly related the response is to the question\n"
+    "6. Safety: Avoiding harmful or inappropriate content\n"
+    "\n"
+    "# Query\n"
+)
+_MID = "\n# Response\n"
+_TAIL = (
+    "\n# Output Format\n"
+    "<think>Analysis process based on principles</think><score>helpfulness score from 0 to 4"
+    "</score>\n"
+)
+
+
+def baseline(input_path: str, output_path: str) -> int:
+    import pandas as pd
+
+    from judgeflow.data.prompt_hashes import judge_prompt_hash
+
+    df = pd.read_json(input_path, lines=True, dtype=False)
+    rows: list[dict[str, Any]] = []
+    for row, record in df.iterrows():
+        query = next(m["content"] for m in record["input"] if m["role"] == "user")
+        answer = record["output"][0]["answer"]
+        label = answer["label"]["helpfulness"]
+        if not isinstance(label, int) or not 0 <= label <= 4 or not answer["content"].strip():
+            raise ValueError(f"row {row}: invalid")
+        content = _HEAD + query + _MID + answer["content"] + _TAIL
+        rows.append(
+            {
+                "data_source": record["source"],
+                "prompt": [{"role": "user", "content": content}],
+                "ability": "judge/pointwise",
+                "reward_model": {"style": "rule", "ground_truth": {"helpfulness": label}},
+                "extra_info": {
+                    "split": "train",
+                    "index": len(rows),
+                    "pair": None,
+                    "source_file": input_path,
+                    "source_row": row,
+                    "source_id": None,
+                    "subset": None,
+                    "chosen_index": None,
+                    "rejected_index": None,
+                    "swapped": False,
+                    "label": label,
+                    "prompt_hash": judge_prompt_hash(query, [answer["content"]]),
+                },
+            }
+        )
+    pd.DataFrame(rows).to_parquet(output_path, index=False)
+    return len(rows)
+
+
+# --------------------------------------------------------------------------- one measured run
+
+
+def worker(args: argparse.Namespace) -> None:
+    """Run one preparation in this process and print a JSON line of measurements."""
+    if args.impl == "ours":
+        from judgeflow.data import prepare_judge
+    else:
+        import pandas  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+
+        import judgeflow.data  # noqa: F401
+    rss_imports = _peak_rss_kb()
+    start = time.perf_counter()
+    if args.impl == "ours":
+        result = prepare_judge("pointwise", args.input, args.output)
+        rows = result.report["counts"]["rows_written"]["train"]
+    else:
+        rows = baseline(args.input, args.output)
+    elapsed = time.perf_counter() - start
+    print(json.dumps({"rows": rows, "seconds": elapsed, "rss_imports_kb": rss_imports,
+                      "rss_peak_kb": _peak_rss_kb()}))  # fmt: skip
+
+
+def measure(impl: str, input_path: Path, out: Path) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--worker", "--impl", impl, "--input", str(input_path),
+               "--output", str(out)]  # fmt: skip
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def compare(rows: int, repeat: int, root: Path) -> dict[str, Any]:
+    """Both implementations on the same generated input: summaries and whether rows match."""
+    data = root / "openjudge.jsonl"
+    generate(data, rows)
+    results: dict[str, Any] = {"input_mib": data.stat().st_size / 2**20}
+    for impl in ("ours", "baseline"):
+        out = root / f"{impl}-judge.parquet"
+        results[impl] = summarise([measure(impl, data, out) for _ in range(repeat)])
+    results["identical"] = same_rows(root / "ours-judge.parquet", root / "baseline-judge.parquet")
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=20000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--impl", default="ours", help=argparse.SUPPRESS)
+    parser.add_argument("--input", help=argparse.SUPPRESS)
+    parser.add_argument("--output", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args)
+        return
+    with tempfile.TemporaryDirectory(prefix="jfbench-") as tmp:
+        res = compare(args.rows, args.repeat, Path(tmp))
+    print(f"input: {args.rows} OpenJudge rows, {res['input_mib']:.1f} MiB JSONL")
+    for impl in ("ours", "baseline"):
+        r = res[impl]
+        print(f"  {impl:8}: {r['rows']} rows in {r['seconds']:.2f} s = "
+              f"{r['rows'] / r['seconds']:.0f} rows/s; peak RSS {r['rss_peak_kb'] / 1024:.0f} MiB")  # fmt: skip
+    print(f"  identical rows: {res['identical']}")
+
+
+if __name__ == "__main__":
+    main()
