@@ -6,8 +6,10 @@ Services are started once per session, on loopback, and stopped at the end.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +30,43 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 # The dev Slurm cluster's state stays in the checkout even when a test moves $JUDGEFLOW_HOME.
 os.environ.setdefault("DEV_SLURM_DIR", str(REPO_ROOT / ".judgeflow" / "slurm"))
+
+
+#: Processes a test session may start; none may outlive it.
+OURS = re.compile(
+    r"mlflow server|prefect server|uvicorn.*prefect|moto_server|raylet|gcs_server|ray\.scripts"
+    r"|judgeflow\.stages\.jobs|submitit\.core\._submit|slurmctld|slurmd|slurmdbd|munged"
+)
+
+
+def _our_processes() -> dict[int, str]:
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if OURS.search(cmd):
+                found[int(entry.name)] = cmd.strip()
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_of_the_session_left() -> Iterator[None]:
+    """After the whole session (its servers and the dev cluster stopped), no process it started
+    is left. (scripts/test also checks, after pytest has exited, that no process and no file in
+    the temporary directory outlives the tests.)"""
+    before = set(_our_processes())
+    yield
+    deadline = time.monotonic() + 60
+    while (left := {p: c for p, c in _our_processes().items() if p not in before}) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(1)
+    assert not left, "the test session left running:\n" + "\n".join(
+        f"process {pid}: {cmd[:200]}" for pid, cmd in left.items()
+    )
 
 
 @pytest.fixture(scope="session")

@@ -510,7 +510,10 @@ def run_in_ray_cluster(
                     with contextlib.suppress(OSError):
                         atomic_write_text(alloc.rendezvous_dir / DONE_FILE, "")
                 t1 = time.monotonic()
-                node.teardown(stop_grace_s, keep_logs=not ok)
+                # A worker's Ray has nothing left to save once rank 0 is done, and its
+                # dashboard agent ignores SIGTERM with the head gone: do not wait out the grace.
+                grace = stop_grace_s if alloc.rank == 0 else min(stop_grace_s, 2.0)
+                node.teardown(grace, keep_logs=not ok)
                 log(
                     f"[ray-bootstrap] rank {alloc.rank}: torn down in "
                     f"{time.monotonic() - t1:.1f}s (total {time.monotonic() - t0:.1f}s)"
