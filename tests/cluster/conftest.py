@@ -45,6 +45,10 @@ class SlurmCluster:
             raise RuntimeError(f"{' '.join(args)} exited {proc.returncode}: {proc.stderr.strip()}")
         return proc.stdout
 
+    def queued(self, job_id: str) -> bool:
+        """The job is still pending or running (a job slurmctld already purged is not)."""
+        return job_id in self.run("squeue", "-h", "-o", "%i").split()
+
 
 def _state_dir() -> Path:
     """Same rule as infra/slurm/dev-cluster/lib.sh."""

@@ -78,7 +78,7 @@ def test_a_hung_worker_node_fails_the_stage_fast_and_frees_the_allocation(
         assert failed.value.retryable is True
         assert "a node of the allocation was lost" in str(failed.value)
         deadline = time.monotonic() + 60
-        while slurm_cluster.run("squeue", "-h", "-j", handle.job_id, "-o", "%i").strip():
+        while slurm_cluster.queued(handle.job_id):
             assert time.monotonic() < deadline, "the allocation was not released"
             time.sleep(1)
         print(f"lost node noticed and the stage failed in {took:.1f}s")

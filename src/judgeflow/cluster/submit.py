@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import shlex
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -201,7 +202,22 @@ def attach(spec: StageSpec, cluster: ClusterConfig, job_id: str) -> StageHandle 
         job.get_info(mode="force")
     except Exception:  # accounting has forgotten it: treat as gone
         return None
-    return handle if not handle.state.finished and handle.state != JobState.UNKNOWN else None
+    state = handle.state
+    if state == JobState.UNKNOWN:  # sacct lags a submission by seconds; the queue does not
+        state = _queue_state(job_id)
+    return handle if not state.finished and state != JobState.UNKNOWN else None
+
+
+def _queue_state(job_id: str) -> JobState:
+    """The job's state as `squeue` has it; UNKNOWN when the queue no longer holds it."""
+    try:
+        proc = subprocess.run(
+            ["squeue", "-h", "-j", job_id, "-o", "%T"],
+            capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return JobState.UNKNOWN
+    return JobState.parse(proc.stdout.strip()) if proc.returncode == 0 else JobState.UNKNOWN
 
 
 def render_sbatch(spec: StageSpec, cluster: ClusterConfig) -> str:
