@@ -109,6 +109,7 @@ def test_killed_train_job_is_retried_and_resumes_from_its_checkpoint(
     prefect_server: str,
     mlflow_server: str,
     judgeflow_home: Path,
+    tmp_path: Path,
 ) -> None:
     """Killed from outside — the job cancelled, or the stage's process killed as a dying node's
     would be — the stage is resubmitted and resumes from its newest checkpoint; the steps
@@ -121,6 +122,9 @@ def test_killed_train_job_is_retried_and_resumes_from_its_checkpoint(
     overrides = _slurm_overrides(
         mlflow_server, "grpo.max_steps=10", "grpo.save_freq=1", "evaluation.enabled=false",
         "cluster.retries=2",
+        # A SIGKILLed process leaves its temporary files behind, as on a dying node: here they go
+        # to the test's folder. Cancelled (SIGTERM), the stage removes its own.
+        *([f"cluster.env.TMPDIR={tmp_path}"] if kill == "sigkill" else []),
     )  # fmt: skip
     outcome: dict[str, Any] = {}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import sys
 import time
@@ -87,3 +88,6 @@ def test_a_hung_worker_node_fails_the_stage_fast_and_frees_the_allocation(
             for sig in (signal.SIGCONT, signal.SIGKILL):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, sig)
+        # A node that dies takes its /tmp with it (a reboot); this one shares the test host's.
+        for leftover in Path("/tmp").glob(f"jf-ray-{handle.job_id}-1-*"):
+            shutil.rmtree(leftover, ignore_errors=True)

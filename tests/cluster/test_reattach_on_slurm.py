@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,4 +52,8 @@ def test_a_retried_task_follows_the_job_it_submitted(
     assert again is not None and again.job_id == first.job_id
     done.touch()
     assert watch(again, on_log=lambda _line: None, poll_s=1.0) == {"ok": 1}
+    deadline = time.monotonic() + 60  # the result is written a moment before Slurm ends the job
+    while slurm_cluster.queued(first.job_id):
+        assert time.monotonic() < deadline, "the job did not end after writing its result"
+        time.sleep(0.5)
     assert _still_running(cfg, spec, key) is None  # finished: a later attempt submits anew

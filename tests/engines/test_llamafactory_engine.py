@@ -133,6 +133,10 @@ def test_command_and_multi_node_environment() -> None:
         "MASTER_PORT": "29500",
     }
     assert torchrun_env(1, 0, "h", 1, nproc_per_node=8)["NPROC_PER_NODE"] == "8"
+    # torchrun's --log-dir, read from PET_LOG_DIR by torchrun's own argument parser.
+    assert torchrun_env(1, 0, "h", 1, log_dir="/runs/r/sft/torchrun")["PET_LOG_DIR"] == (
+        "/runs/r/sft/torchrun"
+    )
     with pytest.raises(ValueError):
         torchrun_env(2, 2, "h", 1)
 

@@ -96,7 +96,7 @@ class StageJob(submitit.helpers.Checkpointable):
         )
         if spec.torchrun:
             with exit_on_signals(print):
-                env.update(_torchrun_env(alloc))
+                env.update(_torchrun_env(alloc, log_dir=str(Path(spec.workdir) / "torchrun")))
                 code = _run_plain(spec.command, env)
         elif spec.ray:
             store_mb = spec.ray_object_store_mb
@@ -182,7 +182,7 @@ def _secret_env(spec: StageSpec) -> dict[str, str]:
     return {str(k): str(v) for k, v in (data.get(SECRET_ENV) or {}).items()}
 
 
-def _torchrun_env(alloc: Any, timeout_s: float = 300.0) -> dict[str, str]:
+def _torchrun_env(alloc: Any, log_dir: str, timeout_s: float = 300.0) -> dict[str, str]:
     """FORCE_TORCHRUN/NNODES/NODE_RANK/MASTER_ADDR/MASTER_PORT for this node of the allocation.
 
     Rank 0 publishes its address and a free port in the rendezvous directory; the others read it.
@@ -207,7 +207,9 @@ def _torchrun_env(alloc: Any, timeout_s: float = 300.0) -> dict[str, str]:
     master = json.loads(master_file.read_text())
     from judgeflow.engines.llamafactory import torchrun_env
 
-    return torchrun_env(alloc.world, alloc.rank, str(master["addr"]), int(master["port"]))
+    return torchrun_env(
+        alloc.world, alloc.rank, str(master["addr"]), int(master["port"]), log_dir=log_dir
+    )
 
 
 def _run_plain(command: list[str], env: dict[str, str]) -> int:

@@ -41,6 +41,7 @@ class JobState(enum.Enum):
             "DONE": "COMPLETED",
             "FINISHED": "COMPLETED",  # submitit local backend
             "READY": "PENDING",
+            "CONFIGURING": "PENDING",  # nodes booting for the allocation
             "INTERRUPTED": "CANCELLED",  # a local process killed by a signal
         }
         word = aliases.get(word, word)
@@ -198,26 +199,29 @@ def attach(spec: StageSpec, cluster: ClusterConfig, job_id: str) -> StageHandle 
         return None  # a local job is a child of the process that died with the task
     job: submitit.Job[Any] = submitit.SlurmJob(folder=Path(spec.workdir) / "jobs", job_id=job_id)
     handle = StageHandle(job=job, spec=spec, backend=cluster.backend)
-    try:
-        job.get_info(mode="force")
-    except Exception:  # accounting has forgotten it: treat as gone
-        return None
-    state = handle.state
-    if state == JobState.UNKNOWN:  # sacct lags a submission by seconds; the queue does not
-        state = _queue_state(job_id)
-    return handle if not state.finished and state != JobState.UNKNOWN else None
+    state = _queue_state(job_id)  # the live queue: sacct lags a submission and an ending by seconds
+    if state is None:  # slurmctld did not answer: ask accounting
+        try:
+            job.get_info(mode="force")
+        except Exception:  # accounting has forgotten it: treat as gone
+            return None
+        state = handle.state
+    return handle if state in {JobState.PENDING, JobState.RUNNING, JobState.REQUEUED} else None
 
 
-def _queue_state(job_id: str) -> JobState:
-    """The job's state as `squeue` has it; UNKNOWN when the queue no longer holds it."""
+def _queue_state(job_id: str) -> JobState | None:
+    """The job's state as `squeue` has it (UNKNOWN once the queue no longer holds it, COMPLETING
+    included); None when `squeue` cannot answer."""
     try:
         proc = subprocess.run(
             ["squeue", "-h", "-j", job_id, "-o", "%T"],
             capture_output=True, text=True, timeout=30, check=False,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
-        return JobState.UNKNOWN
-    return JobState.parse(proc.stdout.strip()) if proc.returncode == 0 else JobState.UNKNOWN
+        return None
+    if proc.returncode != 0:
+        return JobState.UNKNOWN if "Invalid job id" in proc.stderr else None
+    return JobState.parse(proc.stdout.strip())
 
 
 def render_sbatch(spec: StageSpec, cluster: ClusterConfig) -> str:

@@ -298,9 +298,12 @@ def torchrun_env(
     master_addr: str,
     master_port: int,
     nproc_per_node: int | None = None,
+    log_dir: str | None = None,
 ) -> dict[str, str]:
     """Environment that makes `llamafactory-cli train` launch torchrun for one node of a
-    multi-node run (run it once per node, e.g. with `srun --ntasks-per-node=1`)."""
+    multi-node run (run it once per node, e.g. with `srun --ntasks-per-node=1`). `log_dir` is
+    torchrun's `--log-dir` (`PET_LOG_DIR`); without it torchrun leaves a `torchelastic_*`
+    folder in the node's /tmp on every run."""
     if nnodes < 1 or not 0 <= node_rank < nnodes:
         raise ValueError(f"need 0 <= node_rank < nnodes, got {node_rank} / {nnodes}")
     env = {
@@ -312,6 +315,8 @@ def torchrun_env(
     }
     if nproc_per_node is not None:
         env["NPROC_PER_NODE"] = str(nproc_per_node)
+    if log_dir is not None:
+        env["PET_LOG_DIR"] = log_dir
     return env
 
 

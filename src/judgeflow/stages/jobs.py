@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from judgeflow.cluster.procs import exit_on_signals
 from judgeflow.cluster.stage import PROGRESS_FILE, PYTHON, RESULT_FILE, SECRET_ENV, StageSpec
 from judgeflow.config import ConfigError, RunConfig, judgeflow_home
 from judgeflow.engines.verl_eval import evaluation_gpus
@@ -237,7 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("input_file", type=Path, help="the stage's input.json")
     args = parser.parse_args(argv)
-    run_stage_job(args.input_file)
+    # SIGTERM (a cancel, scancel, the stage stopping its command) unwinds: metrics still queued
+    # reach MLflow or the spool, and libraries' exit hooks remove their temporary folders.
+    with exit_on_signals(lambda line: print(line, flush=True)):
+        run_stage_job(args.input_file)
     print(f"stage finished: {args.input_file.parent / RESULT_FILE}", flush=True)
     return 0
 
