@@ -219,3 +219,45 @@ def test_cancelled_torchrun_stage_leaves_no_process_on_any_node(
     while _tagged(tag) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert _tagged(tag) == []
+
+
+# Inside a Slurm job: what the stage's start-up check sees before and after its own job is
+# cancelled, with SIGTERM ignored as submitit ignores it while it starts the job.
+CANCEL_SELF = textwrap.dedent(
+    """
+    import json, os, signal, subprocess, sys, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    from judgeflow.cluster.stage import _cancelled_before_start
+    before = _cancelled_before_start()
+    subprocess.run(["scancel", os.environ["SLURM_JOB_ID"]], check=True)
+    time.sleep(1.0)
+    with open(sys.argv[1], "w") as fh:
+        json.dump([before, _cancelled_before_start()], fh)
+    time.sleep(60)  # Slurm's SIGKILL ends this after KillWait
+    """
+)
+
+
+def test_a_cancel_that_lands_before_the_stage_starts_is_noticed(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """A job cancelled as it starts gets SIGTERM while submitit still ignores it; the stage's
+    start-up check reads the job's state instead, so it stops instead of starting Ray and the
+    engine until Slurm's SIGKILL (which leaves their temp files behind)."""
+    import submitit
+
+    out = tmp_path / "seen.json"
+    executor = submitit.AutoExecutor(folder=tmp_path / "jobs", cluster="slurm")
+    executor.update_parameters(slurm_partition="debug", timeout_min=2)
+    job = executor.submit(
+        submitit.helpers.CommandFunction([sys.executable, "-c", CANCEL_SELF, str(out)])
+    )
+    deadline = time.monotonic() + 120
+    while not out.exists():
+        assert time.monotonic() < deadline, f"no answer from job {job.job_id}"
+        time.sleep(0.5)
+    assert json.loads(out.read_text()) == [False, True]
+    deadline = time.monotonic() + 60
+    while slurm_cluster.queued(job.job_id):
+        assert time.monotonic() < deadline, "the cancelled job did not end"
+        time.sleep(0.5)

@@ -80,6 +80,17 @@ class StageJob(submitit.helpers.Checkpointable):
 
     def __call__(self, spec: StageSpec) -> dict[str, Any] | None:
         from judgeflow.cluster.procs import exit_on_signals
+
+        # submitit ignores SIGTERM: from here on it stops the job (and, nested, what it started).
+        # A cancel that came before this line was swallowed; the job's own state tells.
+        with exit_on_signals(print):
+            if _cancelled_before_start():
+                print("[judgeflow] the job was cancelled as it started; stopping", flush=True)
+                raise SystemExit(143)
+            return self._run(spec)
+
+    def _run(self, spec: StageSpec) -> dict[str, Any] | None:
+        from judgeflow.cluster.procs import exit_on_signals
         from judgeflow.cluster.ray_bootstrap import Allocation, run_in_ray_cluster
 
         env = {**spec.env, **_secret_env(spec), "JUDGEFLOW_STAGE_DIR": spec.workdir}
@@ -126,6 +137,25 @@ class StageJob(submitit.helpers.Checkpointable):
             )
         result: dict[str, Any] = json.loads(spec.result_path.read_text())
         return result
+
+
+def _cancelled_before_start() -> bool:
+    """This Slurm job is no longer RUNNING in the queue (scancel marks it before signalling)."""
+    import shutil
+    import subprocess
+
+    job_id = os.environ.get("SLURM_JOB_ID")
+    if not job_id or not shutil.which("squeue"):
+        return False
+    try:
+        proc = subprocess.run(
+            ["squeue", "-h", "-j", job_id, "-o", "%T"],
+            capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return False  # the controller is busy: carry on; a later SIGTERM is still caught
+    state = proc.stdout.strip()
+    return proc.returncode == 0 and state not in ("", "RUNNING", "CONFIGURING")
 
 
 def _stop_when_orphaned(spec: StageSpec) -> None:
