@@ -90,7 +90,6 @@ class StageJob(submitit.helpers.Checkpointable):
             return self._run(spec)
 
     def _run(self, spec: StageSpec) -> dict[str, Any] | None:
-        from judgeflow.cluster.procs import exit_on_signals
         from judgeflow.cluster.ray_bootstrap import Allocation, run_in_ray_cluster
 
         env = {**spec.env, **_secret_env(spec), "JUDGEFLOW_STAGE_DIR": spec.workdir}
@@ -106,9 +105,8 @@ class StageJob(submitit.helpers.Checkpointable):
             flush=True,
         )
         if spec.torchrun:
-            with exit_on_signals(print):
-                env.update(_torchrun_env(alloc, log_dir=str(Path(spec.workdir) / "torchrun")))
-                code = _run_plain(spec.command, env)
+            env.update(_torchrun_env(alloc, log_dir=str(Path(spec.workdir) / "torchrun")))
+            code = _run_plain(spec.command, env)
         elif spec.ray:
             store_mb = spec.ray_object_store_mb
             code = run_in_ray_cluster(
@@ -123,8 +121,7 @@ class StageJob(submitit.helpers.Checkpointable):
                 node_timeout_s=spec.node_timeout_s,
             )
         elif alloc.rank == 0:  # a single-node command: the other ranks have nothing to do
-            with exit_on_signals(print):  # submitit ignores SIGTERM; we must stop the command
-                code = _run_plain(spec.command, env)
+            code = _run_plain(spec.command, env)
         else:
             code = 0
         if alloc.rank != 0:
@@ -140,22 +137,13 @@ class StageJob(submitit.helpers.Checkpointable):
 
 
 def _cancelled_before_start() -> bool:
-    """This Slurm job is no longer RUNNING in the queue (scancel marks it before signalling)."""
-    import shutil
-    import subprocess
+    """This Slurm job is no longer RUNNING in the queue (scancel marks it before signalling).
+    No answer from the queue counts as not cancelled: a later SIGTERM is still caught."""
+    from judgeflow.cluster.submit import squeue_state
 
     job_id = os.environ.get("SLURM_JOB_ID")
-    if not job_id or not shutil.which("squeue"):
-        return False
-    try:
-        proc = subprocess.run(
-            ["squeue", "-h", "-j", job_id, "-o", "%T"],
-            capture_output=True, text=True, timeout=30, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return False  # the controller is busy: carry on; a later SIGTERM is still caught
-    state = proc.stdout.strip()
-    return proc.returncode == 0 and state not in ("", "RUNNING", "CONFIGURING")
+    state = squeue_state(job_id) if job_id else None
+    return state not in (None, "", "RUNNING", "CONFIGURING")
 
 
 def _stop_when_orphaned(spec: StageSpec) -> None:

@@ -199,19 +199,21 @@ def attach(spec: StageSpec, cluster: ClusterConfig, job_id: str) -> StageHandle 
         return None  # a local job is a child of the process that died with the task
     job: submitit.Job[Any] = submitit.SlurmJob(folder=Path(spec.workdir) / "jobs", job_id=job_id)
     handle = StageHandle(job=job, spec=spec, backend=cluster.backend)
-    state = _queue_state(job_id)  # the live queue: sacct lags a submission and an ending by seconds
-    if state is None:  # slurmctld did not answer: ask accounting
+    word = squeue_state(job_id)  # the live queue: sacct lags a submission and an ending by seconds
+    if word is None:  # slurmctld did not answer: ask accounting
         try:
             job.get_info(mode="force")
         except Exception:  # accounting has forgotten it: treat as gone
             return None
         state = handle.state
+    else:
+        state = JobState.parse(word)  # '' and COMPLETING: UNKNOWN, gone
     return handle if state in {JobState.PENDING, JobState.RUNNING, JobState.REQUEUED} else None
 
 
-def _queue_state(job_id: str) -> JobState | None:
-    """The job's state as `squeue` has it (UNKNOWN once the queue no longer holds it, COMPLETING
-    included); None when `squeue` cannot answer."""
+def squeue_state(job_id: str) -> str | None:
+    """The job's state word as `squeue` has it ('' once the queue no longer holds it); None
+    when `squeue` cannot answer (not installed, the controller down or slow)."""
     try:
         proc = subprocess.run(
             ["squeue", "-h", "-j", job_id, "-o", "%T"],
@@ -220,8 +222,8 @@ def _queue_state(job_id: str) -> JobState | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     if proc.returncode != 0:
-        return JobState.UNKNOWN if "Invalid job id" in proc.stderr else None
-    return JobState.parse(proc.stdout.strip())
+        return "" if "Invalid job id" in proc.stderr else None
+    return proc.stdout.strip()
 
 
 def render_sbatch(spec: StageSpec, cluster: ClusterConfig) -> str:
