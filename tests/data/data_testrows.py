@@ -54,3 +54,18 @@ def rb2_row(
         "rejected": list(rejected),
         "subset": subset,
     }
+
+
+BOM = b"\xef\xbb\xbf"  # the UTF-8 byte-order mark
+
+
+def resave(
+    data: bytes, *, bom: bool = False, crlf: bool = False, blank_lines: bool = False
+) -> bytes:
+    """A JSONL file's bytes as another tool saves them: with a UTF-8 byte-order mark first
+    (spreadsheet tools, some editors), CRLF line endings (Windows), and/or a blank line after
+    every line (line `r` becomes line `2 r`; a last line without a newline stays without)."""
+    *lines, tail = data.split(b"\n")
+    if blank_lines:
+        lines = [piece for line in lines for piece in (line, b"")]
+    return (BOM if bom else b"") + (b"\r\n" if crlf else b"\n").join([*lines, tail])

@@ -4,7 +4,9 @@ The corpus in `bad_inputs/` holds one malformed file per case, each listed with 
 expected error in `bad_inputs/expected.yaml` (the parquet cases are written by
 `bad_inputs/generate.py` at test time). Every case fails naming the file, row and field, through
 the Python API and the command line; with `skip_invalid` the bad rows are dropped and counted
-and the good ones written. Then huge fields, and outputs that cannot be written.
+and the good ones written. A JSONL case saved with a byte-order mark, CRLF line endings and
+blank lines fails the same way, at its new line. Then huge fields, and outputs that cannot be
+written.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from data_testrows import pointwise_row
+from data_testrows import pointwise_row, resave
 from typer.testing import CliRunner
 
 import judgeflow.samples
@@ -198,6 +200,34 @@ def test_the_command_line_names_file_row_and_its_own_flags(
         assert skipped.exit_code == 0, skipped.output
         assert pq.read_metadata(out).num_rows == case["skipped"]["written"]
         assert "dropped {" in skipped.output
+
+
+@pytest.mark.parametrize(
+    "case",
+    [c for c in CASES if c["file"].endswith(".jsonl") and c["row"] is not None],
+    ids=_case_id,
+)
+def test_a_bom_crlf_and_blank_lines_keep_the_error_and_its_line(
+    case: dict[str, Any], corpus: Path, tmp_path: Path
+) -> None:
+    """The case as a spreadsheet tool on Windows saves it: the byte-order mark and the `\\r`s
+    are not errors, and the row an error names is still the line's (blank lines counted)."""
+    path = tmp_path / "resaved" / case["file"]
+    path.parent.mkdir()
+    original = (corpus / case["file"]).read_bytes()
+    path.write_bytes(resave(original, bom=True, crlf=True, blank_lines=True))
+    with pytest.raises(DataValidationError) as info:
+        _run(case["reader"], path, tmp_path)
+    error = info.value
+    assert (error.file, error.row, error.field) == (str(path), 2 * case["row"], case["field"])
+    assert re.search(case["error"], error.message), error.message
+    if case["skipped"] is not None:
+        outcome = _run(case["reader"], path, tmp_path, skip_invalid=True)
+        assert (outcome.dropped, outcome.written) == (
+            case["skipped"]["dropped"],
+            case["skipped"]["written"],
+        )
+        assert (2 * case["row"], case["field"]) in outcome.listed
 
 
 # --------------------------------------------------------------------------- hints

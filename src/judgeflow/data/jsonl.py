@@ -2,17 +2,33 @@
 
 The judge reader splits bytes on `\\n`, the GRRM reader reads text with universal newlines;
 both describe a bad line with these functions, so an undecodable, truncated or non-object
-line reads the same whichever preparation meets it.
+line reads the same whichever preparation meets it. Both start after `skip_bom`, so a file that
+begins with a UTF-8 byte-order mark reads like one without; CRLF line endings need nothing (the
+`\r` is JSON whitespace) and blank lines are skipped but counted, so row numbers stay line
+numbers.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
-from typing import Any
+from typing import IO, Any
+
+#: The UTF-8 byte-order mark that spreadsheet tools and some editors write at a file's start.
+BOM = codecs.BOM_UTF8
 
 #: What Python's "surrogateescape" decoding turns an undecodable byte into (U+DC80..U+DCFF).
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+
+
+def skip_bom(handle: IO[bytes]) -> int:
+    """Move `handle`, open at the start of a file, past a UTF-8 byte-order mark if the file
+    starts with one; returns the number of bytes skipped (0 or 3)."""
+    if handle.read(len(BOM)) == BOM:
+        return len(BOM)
+    handle.seek(0)
+    return 0
 
 
 class BadLine(str):

@@ -41,7 +41,7 @@ from judgeflow.data.examples import (
     Preference,
 )
 from judgeflow.data.io import PathLike, exists, open_binary, parquet_read_errors
-from judgeflow.data.jsonl import BadLine, not_an_object, parse_bytes
+from judgeflow.data.jsonl import BadLine, not_an_object, parse_bytes, skip_bom
 
 SourceFormat = Literal["openjudge", "rewardbench2"]
 InputFormat = Literal["auto", "openjudge", "rewardbench2"]
@@ -139,9 +139,10 @@ def _suffix_kind(path: str) -> Literal["parquet", "jsonl", "json"]:
 def iter_records(path: PathLike, *, batch_size: int = 1024) -> Iterator[tuple[int, Any]]:
     """Yield `(row, record)` for every record of a parquet, JSONL or JSON file.
 
-    `row` is 0-based (the JSONL line number minus one). A JSONL line that is not valid UTF-8
-    or JSON yields a `RowIssue` instead of a record, so the caller can count it like any
-    invalid row.
+    `row` is 0-based (the JSONL line number minus one; blank lines are skipped but counted). A
+    byte-order mark at the start of a JSONL or JSON file is skipped. A JSONL line that is not
+    valid UTF-8 or JSON yields a `RowIssue` instead of a record, so the caller can count it like
+    any invalid row.
     """
     name = os.fspath(path)
     if not exists(name):
@@ -167,6 +168,7 @@ def _iter_parquet(name: str, batch_size: int) -> Iterator[tuple[int, Any]]:
 
 def _iter_jsonl(name: str) -> Iterator[tuple[int, Any]]:
     with open_binary(name) as handle:
+        skip_bom(handle)
         for row, raw in enumerate(handle):
             yield from _parse_json_line(name, row, raw)
 
@@ -181,6 +183,7 @@ def _parse_json_line(name: str, row: int, raw: bytes) -> Iterator[tuple[int, Any
 def _iter_json(name: str) -> Iterator[tuple[int, Any]]:
     """A `.json` file holding a list of records, or JSON lines under a `.json` name."""
     with open_binary(name) as handle:
+        skip_bom(handle)
         data = handle.read()
     try:
         parsed = json.loads(data.decode("utf-8"))

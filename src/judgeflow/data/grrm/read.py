@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from judgeflow.data.errors import DataError, Hint
 from judgeflow.data.grrm.common import InputFormat, _Columns
 from judgeflow.data.io import open_binary, parquet_read_errors
-from judgeflow.data.jsonl import parse_text
+from judgeflow.data.jsonl import parse_text, skip_bom
 
 FORMAT_HINT = Hint(
     "pass", (("input_format", "parquet"), ("input_format", "jsonl")), "to say how to read it"
@@ -135,12 +135,15 @@ def _jsonl_batches(
 
     A line that is not valid UTF-8 or JSON is passed on as a `BadLine` for the validator to
     report (bytes that do not decode are kept as surrogates, so one bad line does not stop the
-    file). Lines are split as Python's text mode splits them (universal newlines);
-    `_jsonl_batch_starts` uses the same rule, so spans it finds line up with this reader.
+    file). Lines are split as Python's text mode splits them (universal newlines), after a
+    byte-order mark at the start of the file; `_jsonl_batch_starts` uses the same rules, so
+    spans it finds line up with this reader.
     """
     with open_binary(path) as raw:
         if span.offset:
             raw.seek(span.offset)
+        else:
+            skip_bom(raw)
         text: IO[str] = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape")
         rows: list[int] = []
         records: list[Any] = []
@@ -167,8 +170,9 @@ def _jsonl_batch_starts(path: str, batch_size: int) -> tuple[list[_Span], int]:
     no JSON.
     """
     starts: list[_Span] = []
-    records = offset = 0
+    records = 0
     with open_binary(path) as raw:
+        offset = skip_bom(raw)
         text = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
         for line_no, line in enumerate(text):
             if line.strip():
