@@ -1,16 +1,22 @@
-"""Benchmark: `prepare_judge` (pointwise) against a pandas `iterrows` baseline.
+"""Benchmark: `prepare_judge` (pointwise) against two baselines written without it.
 
     .venv/bin/python benchmarks/judge_prepare.py               # 20,000 OpenJudge rows
     .venv/bin/python benchmarks/judge_prepare.py --rows 2000 --repeat 1
 
 The input is generated OpenJudge JSONL (several responses per query, labels 0-4, answers of a
-few hundred to ~2,000 characters). The baseline is the straightforward implementation: read the
-file with pandas, loop with `iterrows`, render the DESIGN.md template by hand, build one dict per
-row, `pd.DataFrame(rows).to_parquet`. It validates only what it needs and writes no report;
-judgeflow validates every field and writes the data report (duplicates, label histogram,
-sha256). It reuses `judge_prompt_hash` because the prompt hash is a definition, not an
-implementation. Both write one train file (`val_fraction` 0); the rows are compared one by one.
-Measurement (subprocess per run, VmHWM peak RSS, median of repeats) is grrm_prepare.py's.
+few hundred to ~2,000 characters). The baselines render the DESIGN.md template by hand:
+
+- `pandas`: the straightforward implementation: read the file with pandas, loop with
+  `iterrows`, build one dict per row, `pd.DataFrame(rows).to_parquet`.
+- `pyarrow`: the plain approach without pandas: stream the JSONL with `pyarrow.json.open_json`
+  (an explicit schema), loop over each record batch's columns (as Python lists) building the
+  output columns, and write each batch to one `ParquetWriter`.
+
+They validate only what they need and write no report; judgeflow validates every field and
+writes the data report (duplicates, label histogram, sha256). They reuse `judge_prompt_hash`
+because the prompt hash is a definition, not an implementation. All write one train file
+(`val_fraction` 0); the rows are compared one by one. Measurement (subprocess per run, VmHWM
+peak RSS, median of repeats) is grrm_prepare.py's.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from grrm_prepare import _peak_rss_kb, _text, same_rows, summarise
+
+IMPLS = ("ours", "pandas", "pyarrow")
 
 SOURCES = ["helpsteer2", "ultrafeedback", "rewardbench2", "chatbot_arena"]
 
@@ -55,7 +63,7 @@ def generate(path: Path, rows: int, seed: int = 0) -> None:
                 written += 1
 
 
-# --------------------------------------------------------------------------- baseline
+# --------------------------------------------------------------------------- baselines
 
 # DESIGN.md's pointwise template, written out again so the baseline does not share code with
 # judgeflow's templates.
@@ -85,7 +93,7 @@ _TAIL = (
 )
 
 
-def baseline(input_path: str, output_path: str) -> int:
+def pandas_baseline(input_path: str, output_path: str) -> int:
     import pandas as pd
 
     from judgeflow.data.prompt_hashes import judge_prompt_hash
@@ -125,25 +133,93 @@ def baseline(input_path: str, output_path: str) -> int:
     return len(rows)
 
 
+def pyarrow_baseline(input_path: str, output_path: str, block_mib: int = 4) -> int:
+    import pyarrow as pa
+    import pyarrow.json as pj
+    import pyarrow.parquet as pq
+
+    from judgeflow.data.prompt_hashes import judge_prompt_hash
+
+    message = pa.struct([("role", pa.string()), ("content", pa.string())])
+    label = pa.struct([("helpfulness", pa.int64())])
+    answer = pa.struct([("role", pa.string()), ("content", pa.string()), ("label", label)])
+    schema = pa.schema([("input", pa.list_(message)),
+                        ("output", pa.list_(pa.struct([("answer", answer)]))),
+                        ("source", pa.string())])  # fmt: skip
+    reader = pj.open_json(
+        input_path,
+        read_options=pj.ReadOptions(block_size=block_mib << 20),
+        parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+    )
+    writer: pq.ParquetWriter | None = None
+    written = 0
+    for batch in reader:
+        contents, labels, hashes = [], [], []
+        for row, (messages, outputs) in enumerate(
+            zip(batch.column("input").to_pylist(), batch.column("output").to_pylist(), strict=True),
+            start=written,
+        ):
+            query = next(m["content"] for m in messages if m["role"] == "user")
+            response = outputs[0]["answer"]
+            score = response["label"]["helpfulness"]
+            if score is None or not 0 <= score <= 4 or not response["content"].strip():
+                raise ValueError(f"row {row}: invalid")
+            contents.append(_HEAD + query + _MID + response["content"] + _TAIL)
+            labels.append(score)
+            hashes.append(judge_prompt_hash(query, [response["content"]]))
+        n = len(contents)
+        rows = pa.array(range(written, written + n), pa.int64())
+        labels_array = pa.array(labels, pa.int64())
+        none_int, none_str = pa.nulls(n, pa.int64()), pa.nulls(n, pa.string())
+        table = pa.table({
+            "data_source": batch.column("source"),
+            "prompt": pa.ListArray.from_arrays(
+                pa.array(range(n + 1), pa.int32()),  # list offsets: one message per row
+                pa.StructArray.from_arrays([pa.array(["user"] * n), pa.array(contents)],
+                                           fields=list(message))),
+            "ability": pa.array(["judge/pointwise"] * n),
+            "reward_model": pa.StructArray.from_arrays(
+                [pa.array(["rule"] * n),
+                 pa.StructArray.from_arrays([labels_array], fields=list(label))],
+                names=["style", "ground_truth"]),
+            "extra_info": pa.StructArray.from_arrays(
+                [pa.array(["train"] * n), rows, pa.nulls(n, pa.int64()),
+                 pa.array([input_path] * n), rows, none_str, none_str, none_int, none_int,
+                 pa.array([False] * n), labels_array, pa.array(hashes, pa.string())],
+                names=["split", "index", "pair", "source_file", "source_row", "source_id",
+                       "subset", "chosen_index", "rejected_index", "swapped", "label",
+                       "prompt_hash"]),
+        })  # fmt: skip
+        if writer is None:
+            writer = pq.ParquetWriter(output_path, table.schema)
+        writer.write_table(table)
+        written += n
+    if writer is not None:
+        writer.close()
+    return written
+
+
 # --------------------------------------------------------------------------- one measured run
 
 
 def worker(args: argparse.Namespace) -> None:
     """Run one preparation in this process and print a JSON line of measurements."""
-    if args.impl == "ours":
-        from judgeflow.data import prepare_judge
-    else:
-        import pandas  # noqa: F401
-        import pyarrow.parquet  # noqa: F401
+    from judgeflow.data import prepare_judge
 
-        import judgeflow.data  # noqa: F401
+    if args.impl == "pandas":
+        import pandas  # noqa: F401
+    import pyarrow.json
+    import pyarrow.parquet  # noqa: F401
+
     rss_imports = _peak_rss_kb()
     start = time.perf_counter()
     if args.impl == "ours":
         result = prepare_judge("pointwise", args.input, args.output)
         rows = result.report["counts"]["rows_written"]["train"]
     else:
-        rows = baseline(args.input, args.output)
+        rows = (pandas_baseline if args.impl == "pandas" else pyarrow_baseline)(
+            args.input, args.output
+        )
     elapsed = time.perf_counter() - start
     print(json.dumps({"rows": rows, "seconds": elapsed, "rss_imports_kb": rss_imports,
                       "rss_peak_kb": _peak_rss_kb()}))  # fmt: skip
@@ -157,14 +233,18 @@ def measure(impl: str, input_path: Path, out: Path) -> dict[str, Any]:
 
 
 def compare(rows: int, repeat: int, root: Path) -> dict[str, Any]:
-    """Both implementations on the same generated input: summaries and whether rows match."""
+    """The three implementations on the same generated input: summaries, and whether each
+    baseline wrote judgeflow's rows (`identical`, by baseline)."""
     data = root / "openjudge.jsonl"
     generate(data, rows)
     results: dict[str, Any] = {"input_mib": data.stat().st_size / 2**20}
-    for impl in ("ours", "baseline"):
+    for impl in IMPLS:
         out = root / f"{impl}-judge.parquet"
         results[impl] = summarise([measure(impl, data, out) for _ in range(repeat)])
-    results["identical"] = same_rows(root / "ours-judge.parquet", root / "baseline-judge.parquet")
+    results["identical"] = {
+        impl: same_rows(root / "ours-judge.parquet", root / f"{impl}-judge.parquet")
+        for impl in IMPLS[1:]
+    }
     return results
 
 
@@ -183,11 +263,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="jfbench-") as tmp:
         res = compare(args.rows, args.repeat, Path(tmp))
     print(f"input: {args.rows} OpenJudge rows, {res['input_mib']:.1f} MiB JSONL")
-    for impl in ("ours", "baseline"):
+    for impl in IMPLS:
         r = res[impl]
         print(f"  {impl:8}: {r['rows']} rows in {r['seconds']:.2f} s = "
               f"{r['rows'] / r['seconds']:.0f} rows/s; peak RSS {r['rss_peak_kb'] / 1024:.0f} MiB")  # fmt: skip
-    print(f"  identical rows: {res['identical']}")
+    for impl, same in res["identical"].items():
+        speedup = res[impl]["seconds"] / res["ours"]["seconds"]
+        print(f"  vs {impl}: speed-up x{speedup:.1f}; identical rows: {same}")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,18 @@
-"""judgeflow's benchmarks: one command, one table (Markdown, so it pastes into the README).
+"""judgeflow's benchmarks: one command, one table, one results file the README is rendered from.
 
-    .venv/bin/python benchmarks/run.py                      # everything (~10 min on 2 cores)
+    .venv/bin/python benchmarks/run.py --update-readme      # everything (root: Slurm), README too
     .venv/bin/python benchmarks/run.py --quick              # tiny sizes, no Slurm: a check
     .venv/bin/python benchmarks/run.py --only rewards ray-startup --json results.json
 
+A run of every benchmark writes benchmarks/results.json (date, machine, git commit, every row
+and raw figure; `--quick` is recorded), which is committed; `--update-readme` (or
+`benchmarks/readme.py`) then rewrites the README's generated regions from it. `--only` writes
+a results file only where `--json` says.
+
 Benchmarks (each module's docstring says exactly what it measures):
-  prepare-judge   prepare_judge vs a pandas iterrows baseline: rows/s, peak RSS, same rows
-  prepare-grrm    GRRM SFT and RL preparation vs its baseline (benchmarks/grrm_prepare.py)
+  prepare-judge   prepare_judge vs pandas iterrows and batched pyarrow: rows/s, peak RSS, same rows
+  prepare-grrm    GRRM SFT and RL preparation vs the same two baselines (grrm_prepare.py), and
+                  judgeflow's peak RSS as the input grows
   rewards         compute_score calls/s per recipe: well-formed, malformed, long reasoning
   ray-startup     Ray in a 2-node dev Slurm allocation: p50/p95 over 10 jobs vs fixed sleeps
   cached-retrain  a second `judgeflow run grpo-pointwise --profile tiny`, everything cached
@@ -18,10 +24,12 @@ check the code, they are not figures to quote.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,10 +43,13 @@ import grrm_prepare
 import judge_prepare
 import pipeline
 import ray_startup
+import readme
 import rewards
 
 BENCHMARKS = ("prepare-judge", "prepare-grrm", "rewards", "ray-startup", "cached-retrain",
               "demo-stages")  # fmt: skip
+RESULTS = Path(__file__).resolve().parent / "results.json"
+BASELINES = {"pandas": "pandas iterrows", "pyarrow": "batched pyarrow"}
 
 
 @dataclass
@@ -62,19 +73,38 @@ def _s(seconds: float) -> str:
     return f"{seconds:.1f} s" if seconds >= 1 else f"{seconds:.2f} s"
 
 
-def _prep_rows(
-    bench: str, case: str, ours: dict[str, Any], base: dict[str, Any], identical: bool
-) -> list[Row]:
-    """rows/s and peak RSS of one preparation against its baseline."""
-    rate, base_rate = ours["rows"] / ours["seconds"], base["rows"] / base["seconds"]
-    return [
-        Row(bench, case, "rows/s (median)", f"{rate:,.0f}", f"{base_rate:,.0f} (pandas iterrows)",
-            f"×{rate / base_rate:.1f}",
-            f"{ours['rows']:,} rows; identical rows: {identical}"),
-        Row(bench, case, "peak RSS", _mib(ours["rss_peak_kb"]), _mib(base["rss_peak_kb"]),
-            f"{ours['rss_peak_kb'] / base['rss_peak_kb']:.2f}×",
-            f"after imports {_mib(ours['rss_imports_kb'])} / {_mib(base['rss_imports_kb'])}"),
-    ]  # fmt: skip
+def _prep_rows(bench: str, case: str, res: dict[str, Any]) -> list[Row]:
+    """rows/s, then peak RSS, of one preparation against each baseline (`res`: `ours`, one
+    summary per baseline, `identical`: whether each baseline wrote judgeflow's rows)."""
+    ours = res["ours"]
+    rate = ours["rows"] / ours["seconds"]
+    speed, memory = [], []
+    for impl, name in BASELINES.items():
+        base = res[impl]
+        base_rate = base["rows"] / base["seconds"]
+        speed.append(
+            Row(
+                bench,
+                case,
+                "rows/s (median)",
+                f"{rate:,.0f}",
+                f"{base_rate:,.0f} ({name})",
+                f"×{rate / base_rate:.1f}",
+                f"{ours['rows']:,} rows; identical rows: {res['identical'][impl]}",
+            )
+        )
+        memory.append(
+            Row(
+                bench,
+                case,
+                "peak RSS",
+                _mib(ours["rss_peak_kb"]),
+                f"{_mib(base['rss_peak_kb'])} ({name})",
+                f"{ours['rss_peak_kb'] / base['rss_peak_kb']:.2f}×",
+                f"after imports {_mib(ours['rss_imports_kb'])} / {_mib(base['rss_imports_kb'])}",
+            )
+        )
+    return speed + memory
 
 
 # --------------------------------------------------------------------------- the benchmarks
@@ -85,7 +115,7 @@ def bench_prepare_judge(quick: bool) -> tuple[list[Row], dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="jfbench-") as tmp:
         res = judge_prepare.compare(rows, repeat, Path(tmp))
     case = f"pointwise, {rows:,} OpenJudge rows ({res['input_mib']:.1f} MiB JSONL)"
-    return _prep_rows("prepare-judge", case, res["ours"], res["baseline"], res["identical"]), res
+    return _prep_rows("prepare-judge", case, res), res
 
 
 def bench_prepare_grrm(quick: bool) -> tuple[list[Row], dict[str, Any]]:
@@ -98,18 +128,44 @@ def bench_prepare_grrm(quick: bool) -> tuple[list[Row], dict[str, Any]]:
         data = root / "input.parquet"
         grrm_prepare.generate(data, groups)
         for kind in ("sft", "rl"):
-            res = {}
-            for impl in ("ours", "baseline"):
+            res: dict[str, Any] = {}
+            for impl in grrm_prepare.IMPLS:
                 out = root / f"{impl}-{kind}.parquet"
                 runs = [grrm_prepare.measure(impl, kind, data, out, m, k) for _ in range(repeat)]
                 res[impl] = grrm_prepare.summarise(runs)
-            res["identical"] = grrm_prepare.same_rows(
-                root / f"ours-{kind}.parquet", root / f"baseline-{kind}.parquet"
-            )
+            res["identical"] = {
+                impl: grrm_prepare.same_rows(
+                    root / f"ours-{kind}.parquet", root / f"{impl}-{kind}.parquet"
+                )
+                for impl in BASELINES
+            }
             raw[kind] = res
             case = f"{kind.upper()}, {groups:,} groups" + (f" (M={m}, K={k})" * (kind == "rl"))
-            table += _prep_rows("prepare-grrm", case, res["ours"], res["baseline"],
-                                res["identical"])  # fmt: skip
+            table += _prep_rows("prepare-grrm", case, res)
+    growth, raw["growth"] = _grrm_growth((100, 1600) if quick else (5000, 80000), m, k)
+    return table + growth, raw
+
+
+def _grrm_growth(sizes: tuple[int, int], m: int, k: int) -> tuple[list[Row], dict[str, Any]]:
+    """judgeflow's peak RSS (and rows/s) at a small and a 16× larger input: a streaming
+    preparation's memory should barely grow. One run per size."""
+    raw: dict[str, Any] = {"groups": list(sizes)}
+    table: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="jfbench-") as tmp:
+        root = Path(tmp)
+        for groups in sizes:
+            grrm_prepare.generate(root / f"input-{groups}.parquet", groups)
+        for kind in ("sft", "rl"):
+            runs = [grrm_prepare.measure("ours", kind, root / f"input-{groups}.parquet",
+                                         root / "out.parquet", m, k) for groups in sizes]  # fmt: skip
+            raw[kind] = runs
+            small, large = runs
+            table.append(
+                Row("prepare-grrm", f"{kind.upper()}, {sizes[0]:,} → {sizes[1]:,} groups",
+                    "peak RSS as the input grows", f"{_mib(small['rss_peak_kb'])} → "
+                    f"{_mib(large['rss_peak_kb'])}", "", "",
+                    f"{small['rows'] / small['seconds']:,.0f} → "
+                    f"{large['rows'] / large['seconds']:,.0f} rows/s; one run each"))  # fmt: skip
     return table, raw
 
 
@@ -216,6 +272,46 @@ RUNNERS: dict[str, Callable[[bool], tuple[list[Row], dict[str, Any]]]] = {
 # --------------------------------------------------------------------------- output
 
 
+def _proc_field(path: str, key: str) -> str | None:
+    """The value of the first `key:` (or `key=`) line of a /proc-style file, if any."""
+    with contextlib.suppress(OSError):
+        for line in Path(path).read_text().splitlines():
+            name, sep, value = line.partition(":" if ":" in line else "=")
+            if sep and name.strip() == key:
+                return value.strip().strip('"')
+    return None
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    memory = _proc_field("/proc/meminfo", "MemTotal")  # "16384256 kB"
+    distribution = _proc_field("/etc/os-release", "PRETTY_NAME")
+    return {
+        "cpu": _proc_field("/proc/cpuinfo", "model name") or platform.processor(),
+        "cores": os.cpu_count(),
+        "cores_usable": len(os.sched_getaffinity(0)),
+        "memory_gib": round(int(memory.split()[0]) / 2**20, 1) if memory else None,
+        "os": f"{distribution}, {platform.platform()}" if distribution else platform.platform(),
+        "python": platform.python_version(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def git_state() -> dict[str, Any]:
+    """The commit measured, and the tracked files that differed from it."""
+    command = ["git", "-C", str(Path(__file__).resolve().parents[1]), "status", "--porcelain=v2",
+               "--branch", "--untracked-files=no"]  # fmt: skip
+    try:
+        lines = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": None, "modified": []}
+    heads = [ln.split()[2] for ln in lines.splitlines() if ln.startswith("# branch.oid ")]
+    return {
+        "commit": heads[0] if heads else None,
+        "modified": [ln.split()[-1] for ln in lines.splitlines() if not ln.startswith("#")],
+    }
+
+
 def markdown(rows: list[Row]) -> str:
     header = ["benchmark", "case", "metric", "judgeflow", "baseline", "vs baseline", "notes"]
     lines = [header] + [list(asdict(r).values()) for r in rows]
@@ -236,13 +332,32 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes, no Slurm (a check)")
     parser.add_argument("--only", nargs="+", choices=BENCHMARKS, metavar="NAME",
                         help=f"run only these: {', '.join(BENCHMARKS)}")  # fmt: skip
-    parser.add_argument("--json", type=Path, help="also write rows and raw figures here")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        help="write the results file here (default, when every benchmark runs: "
+        "benchmarks/results.json, which the README is rendered from)",
+    )
+    parser.add_argument("--update-readme", action="store_true",
+                        help="then rewrite the README's regions from the results file "
+                             "(benchmarks/readme.py)")  # fmt: skip
     args = parser.parse_args()
+    output = args.json or (None if args.only else RESULTS)
+    if args.update_readme and output != RESULTS:
+        parser.error("--update-readme renders benchmarks/results.json: run every benchmark")
 
     started = dt.datetime.now().astimezone()
+    results: dict[str, Any] = {
+        "date": started.isoformat(timespec="seconds"),
+        "quick": args.quick,
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "machine": machine(),
+        "git": git_state(),
+    }
     table: list[Row] = []
     raw: dict[str, Any] = {}
     failed: dict[str, str] = {}
+    seconds: dict[str, float] = {}
     for name in args.only or BENCHMARKS:
         print(f"[benchmarks] {name} ...", file=sys.stderr, flush=True)
         start = time.monotonic()
@@ -253,18 +368,22 @@ def main() -> int:
             rows = [Row(name, "", "FAILED", "–", note=f"{type(exc).__name__}: {exc}"[:200])]
             print(failed[name], file=sys.stderr)
         table += rows
-        print(f"[benchmarks] {name}: {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
+        seconds[name] = round(time.monotonic() - start, 1)
+        print(f"[benchmarks] {name}: {seconds[name]:.0f} s", file=sys.stderr, flush=True)
 
     print(f"judgeflow benchmarks, {started:%Y-%m-%d %H:%M %Z}, {os.cpu_count()} CPUs"
           + (" (--quick: checks, not figures)" if args.quick else ""))  # fmt: skip
     print(markdown(table))
-    if args.json:
-        args.json.write_text(json.dumps({
-            "date": started.isoformat(timespec="seconds"), "quick": args.quick,
-            "argv": sys.argv, "cpus": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "rows": [asdict(r) for r in table],
-            "raw": raw, "failed": failed,
-        }, indent=2, default=str) + "\n")  # fmt: skip
+    if output:
+        results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+        results.update(seconds=seconds, rows=[asdict(r) for r in table], raw=raw, failed=failed)
+        output.write_text(json.dumps(results, indent=2, default=str, ensure_ascii=False) + "\n")
+        print(f"[benchmarks] results: {output}", file=sys.stderr)
+    if args.update_readme:
+        if failed:
+            print("[benchmarks] README not updated: a benchmark failed", file=sys.stderr)
+        else:
+            readme.main([])
     return 1 if failed else 0
 
 

@@ -1,8 +1,9 @@
-"""The preparation benchmark keeps working, and its baseline agrees with judgeflow.
+"""The preparation benchmark keeps working, and its baselines agree with judgeflow.
 
 `benchmarks/grrm_prepare.py` compares judgeflow's GRRM preparation with a straightforward
-pandas `iterrows` implementation written independently of it; on a small input the two must
-write the same rows for SFT and RL. No timing is asserted (figures are the benchmark's output).
+pandas `iterrows` implementation and a plain batched-pyarrow one, both written independently of
+it; on a small input all three must write the same rows for SFT and RL. No timing is asserted
+(figures are the benchmark's output).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "grrm_prepare.py"
 
 
-def test_benchmark_runs_and_both_implementations_write_the_same_rows() -> None:
+def test_benchmark_runs_and_all_three_implementations_write_the_same_rows() -> None:
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--groups", "300", "--repeat", "1"],
         check=True, capture_output=True, text=True, timeout=600,
@@ -23,12 +24,15 @@ def test_benchmark_runs_and_both_implementations_write_the_same_rows() -> None:
     out = done.stdout
     assert re.search(r"input: 300 groups", out)
     for kind in ("sft", "rl"):
-        for impl in ("ours", "baseline"):
+        for impl in ("ours", "pandas", "pyarrow"):
             line = re.search(
                 rf"{kind}\s+{impl}\s*:\s+(\d+) rows .* rows/s; peak RSS\s+\d+ MiB", out
             )
             assert line, f"no {kind} {impl} line in:\n{out}"
-        assert re.search(rf"{kind}\s+speed-up x[\d.]+ .*identical rows: True", out), out
+        for impl in ("pandas", "pyarrow"):
+            assert re.search(
+                rf"{kind}\s+vs {impl}\s*: speed-up x[\d.]+ .*identical rows: True", out
+            ), out
     sft_rows = re.search(r"sft\s+ours\s*:\s+(\d+) rows", out)
     rl_rows = re.search(r"rl\s+ours\s*:\s+(\d+) rows", out)
     assert sft_rows and int(sft_rows.group(1)) == 300

@@ -1,6 +1,7 @@
-"""`benchmarks/run.py --quick` keeps working: every benchmark runs and prints its rows, and
-judgeflow and the baselines write identical rows. No timing is asserted (figures are the
-benchmarks' output); `--quick` runs ray-startup as two local ranks, without Slurm.
+"""`benchmarks/run.py --quick` keeps working: every benchmark runs and prints its rows, judgeflow
+and the baselines (pandas and batched pyarrow) write identical rows, and the results file says
+what was measured where. No timing is asserted (figures are the benchmarks' output); `--quick`
+runs ray-startup as two local ranks, without Slurm.
 """
 
 from __future__ import annotations
@@ -44,18 +45,26 @@ def test_data_and_reward_benchmarks_run_and_baselines_write_the_same_rows(
 ) -> None:
     table, results = _run(tmp_path, "prepare-judge", "prepare-grrm", "rewards")
     assert not results["failed"]
+    assert results["quick"] is True
+    assert results["machine"]["cores"] and results["machine"]["python"]
+    assert len(results["git"]["commit"]) == 40
+    assert set(results["seconds"]) == {"prepare-judge", "prepare-grrm", "rewards"}
     raw = results["raw"]
-    assert raw["prepare-judge"]["identical"] is True
-    assert raw["prepare-grrm"]["sft"]["identical"] is True
-    assert raw["prepare-grrm"]["rl"]["identical"] is True
-    assert raw["prepare-judge"]["ours"]["rows"] == raw["prepare-judge"]["baseline"]["rows"] == 300
-    assert raw["prepare-grrm"]["rl"]["ours"]["rows"] > 300  # augmented
-    for bench, count in (("prepare-judge", 2), ("prepare-grrm", 4), ("rewards", 9)):
+    judge, grrm = raw["prepare-judge"], raw["prepare-grrm"]
+    for res in (judge, grrm["sft"], grrm["rl"]):
+        assert res["identical"] == {"pandas": True, "pyarrow": True}
+    assert judge["ours"]["rows"] == judge["pandas"]["rows"] == judge["pyarrow"]["rows"] == 300
+    assert grrm["rl"]["ours"]["rows"] == grrm["rl"]["pyarrow"]["rows"] > 300  # augmented
+    for bench, count in (("prepare-judge", 4), ("prepare-grrm", 10), ("rewards", 9)):
         rows = _rows(table, bench)
         assert len(rows) == count, table
         assert all(row[3] and row[3] != "–" for row in rows), table
-    assert all("identical rows: True" in r[6] for r in _rows(table, "prepare-judge")[::2])
-    assert all("identical rows: True" in r[6] for r in _rows(table, "prepare-grrm")[::2])
+    speed = [r for r in _rows(table, "prepare-judge") + _rows(table, "prepare-grrm")
+             if r[2].startswith("rows/s")]  # fmt: skip
+    assert len(speed) == 6 and all("identical rows: True" in r[6] for r in speed), table
+    assert {r[4].split("(")[-1] for r in speed} == {"pandas iterrows)", "batched pyarrow)"}
+    growth = [r for r in _rows(table, "prepare-grrm") if r[2] == "peak RSS as the input grows"]
+    assert [r[1].split(",")[0] for r in growth] == ["SFT", "RL"], table
 
 
 @pytest.mark.slow

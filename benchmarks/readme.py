@@ -1,0 +1,173 @@
+"""The README's figures, rendered from committed output files: none is typed by hand.
+
+    .venv/bin/python benchmarks/readme.py            # rewrite every region from its file
+    .venv/bin/python benchmarks/readme.py --check    # exit 1 with a diff if the README disagrees
+
+A region is the README's text between two marker comments, on lines of their own (a block) or
+inside one line (inline, for a figure in a sentence):
+
+    <!-- figures:NAME:begin -->
+    (generated: edit the source file or the renderer, not this)
+    <!-- figures:NAME:end -->
+
+NAME is a key of REGIONS, which gives the region's source (a committed file, by its path from
+the repository root) and the function that renders the region's text from it. To add a region:
+write `def render_x(source: Path) -> str`, add `"x": Region("path/to/file", render_x)` to
+REGIONS, put the two markers in the README and run this script. `fenced` renders a committed
+text file (a command's output) as a code block. tests/benchmarks/test_readme_figures.py fails
+when a region differs from what its file renders, when a registered region is missing from the
+README, or when a marked region is not registered. Nothing is measured here:
+`benchmarks/run.py` writes benchmarks/results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import difflib
+import json
+import re
+import sys
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+_MARKER = re.compile(r"<!-- figures:([a-z0-9][a-z0-9-]*):(begin|end) -->")
+_REGION = re.compile(
+    r"(<!-- figures:([a-z0-9][a-z0-9-]*):begin -->)(.*?)(<!-- figures:\2:end -->)", re.DOTALL
+)
+
+
+@dataclass(frozen=True)
+class Region:
+    """A generated part of the README: `render(REPO / source)` is its text."""
+
+    source: str
+    render: Callable[[Path], str]
+
+
+class RegionError(ValueError):
+    """The README's markers do not match REGIONS (missing, unknown, unpaired, repeated)."""
+
+
+# --------------------------------------------------------------------------- renderers
+
+
+def fenced(source: Path) -> str:
+    """A committed text file (a command's output), as a Markdown code block."""
+    return "```\n" + source.read_text(encoding="utf-8").strip("\n") + "\n```"
+
+
+def _cell(value: Any) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _measured_on(results: Mapping[str, Any]) -> str:
+    """One sentence: when, at which commit, on what, and how busy the machine was."""
+    m, git = results["machine"], results["git"]
+    date = dt.datetime.fromisoformat(results["date"])
+    commit = f"commit `{git['commit'][:10]}`" if git.get("commit") else "an unknown commit"
+    if git.get("modified"):
+        commit += f" with {len(git['modified'])} modified files"
+    minutes = sum(results["seconds"].values()) / 60
+    load = m["load_average_at_start"][0]
+    return (
+        f"`benchmarks/results.json`: {date:%Y-%m-%d}, {commit}, {minutes:.0f} min in all, on "
+        f"{m['cpu']} ({m['cores_usable']} of {m['cores']} cores usable), {m['memory_gib']} GiB, "
+        f"{m['os']}, Python {m['python']}; load average {load:.1f} at the start."
+    )
+
+
+def benchmarks_table(source: Path) -> str:
+    """What the results file was measured on, then its rows as one Markdown table."""
+    results = json.loads(source.read_text(encoding="utf-8"))
+    if results["quick"]:
+        intro = (
+            "**Provisional figures from a `--quick` run** (tiny sizes; ray-startup as two local "
+            "ranks without Slurm; the demo without SFT or evaluation, one GRPO step): they check "
+            "the code and are not to be quoted. The full run replaces them. "
+        )
+    else:
+        intro = "Figures from one full run, "
+    lines = [
+        intro + _measured_on(results),
+        "",
+        "| benchmark | case | metric | judgeflow | baseline | vs baseline | notes |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        "| " + " | ".join(_cell(row[k]) for k in ("benchmark", "case", "metric", "ours",
+                                                  "baseline", "vs", "note")) + " |"
+        for row in results["rows"]
+    ]  # fmt: skip
+    if results["failed"]:
+        lines += ["", "Failed: " + ", ".join(sorted(results["failed"])) + "."]
+    return "\n".join(lines)
+
+
+REGIONS: dict[str, Region] = {
+    "benchmarks": Region("benchmarks/results.json", benchmarks_table),
+}
+
+
+# --------------------------------------------------------------------------- the README
+
+
+def _check_markers(text: str, regions: Mapping[str, Region]) -> None:
+    marks = Counter((name, side) for name, side in _MARKER.findall(text))
+    named = {name for name, _ in marks}
+    problems = [f"{name}: {marks[name, side]} {side} markers" for name in sorted(named)
+                for side in ("begin", "end") if marks[name, side] != 1]  # fmt: skip
+    problems += [f"{name}: not in REGIONS" for name in sorted(named - set(regions))]
+    problems += [f"{name}: no markers in the README" for name in sorted(set(regions) - named)]
+    paired = {m.group(2) for m in _REGION.finditer(text)}
+    problems += [f"{name}: end marker before begin" for name in sorted(named - paired)
+                 if marks[name, "begin"] == marks[name, "end"] == 1]  # fmt: skip
+    if problems:
+        raise RegionError("README regions: " + "; ".join(problems))
+
+
+def rewrite(text: str, regions: Mapping[str, Region] = REGIONS, root: Path = REPO) -> str:
+    """`text` with every region's body replaced by what its renderer makes of its source."""
+    _check_markers(text, regions)
+
+    def body(match: re.Match[str]) -> str:
+        begin, name, old, end = match.groups()
+        new = regions[name].render(root / regions[name].source).strip("\n")
+        if old.startswith("\n"):  # a block: the markers on lines of their own
+            return f"{begin}\n{new}\n{end}"
+        if "\n" in new:
+            raise RegionError(f"README regions: {name}: inline, but renders several lines")
+        return f"{begin}{new}{end}"
+
+    return _REGION.sub(body, text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="change nothing; exit 1 and show the diff if the README is stale")  # fmt: skip
+    parser.add_argument("--readme", type=Path, default=README)
+    args = parser.parse_args(argv)
+    old = args.readme.read_text(encoding="utf-8")
+    new = rewrite(old)
+    if new == old:
+        print(f"{args.readme}: every region up to date ({', '.join(REGIONS)})")
+        return 0
+    if args.check:
+        sys.stdout.writelines(difflib.unified_diff(
+            old.splitlines(keepends=True), new.splitlines(keepends=True),
+            f"{args.readme.name} (committed)", f"{args.readme.name} (rendered)"))  # fmt: skip
+        print(f"\n{args.readme}: stale; run .venv/bin/python benchmarks/readme.py")
+        return 1
+    args.readme.write_text(new, encoding="utf-8")
+    print(f"{args.readme}: regions rewritten")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
