@@ -1,7 +1,9 @@
 """A stage two runs need at once is computed once; the cache-key lock dies with its holder.
 
 Real Prefect (server, task engine, result store); the stage is a real `download` of a local
-file, slowed down so that both submissions are inside it at the same time.
+file. The first submission stays inside the stage until the second is seen from inside: refused
+the stage's lock while the first holds it (the lock works), or inside the stage as well (it
+does not). So the overlap is observed, not assumed, on however busy a machine.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -24,34 +25,80 @@ from judgeflow.storage import Manifest
 from tasks.locking import FlockLockManager
 from tasks.policies import cached
 
-computed: list[str] = []
+HANG_GUARD_S = 120  # only a run that is stuck waits this long; no assertion depends on it
+
+
+class Overlap:
+    """What both submissions did, seen from inside: who entered the stage, and who was refused
+    its lock while the other was inside it."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+        self.entered: list[str] = []
+        self.refused_while_inside: list[str] = []
+
+    def enter(self) -> None:
+        with self.changed:
+            self.entered.append(threading.current_thread().name)
+            self.changed.notify_all()
+
+    def refused(self, holder: str) -> None:
+        with self.changed:
+            if self.entered:  # the other run is inside the stage, holding its key's lock
+                self.refused_while_inside.append(holder)
+                self.changed.notify_all()
+
+    def wait_for_the_other_run(self) -> None:
+        """Until the other run is seen waiting for the lock, or inside the stage too."""
+        with self.changed:
+            self.changed.wait_for(
+                lambda: self.refused_while_inside or len(self.entered) > 1, HANG_GUARD_S
+            )
+
+
+seen = Overlap()
 
 
 @task(name="download")
-def slow_download(cfg: RunConfig) -> Manifest:
-    computed.append(threading.current_thread().name)
-    time.sleep(2)  # both submissions are now waiting on, or inside, this stage
+def watched_download(cfg: RunConfig) -> Manifest:
+    seen.enter()
+    seen.wait_for_the_other_run()
     return stages.download_stage(cfg)
 
 
 @flow
 def two_at_once(cfg: RunConfig) -> list[tuple[str, Manifest]]:
-    stage = cached(slow_download)
+    stage = cached(watched_download)
     futures = [stage.submit(cfg), stage.submit(cfg)]
     results = [f.result() for f in futures]
     return [(f.state.name, result) for f, result in zip(futures, results, strict=True)]
 
 
+@pytest.mark.timeout(600)
 def test_the_second_run_waits_for_the_first_and_reads_its_result(
-    prefect_server: str, judgeflow_home: Path, tmp_path: Path
+    prefect_server: str,
+    judgeflow_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    watch = Overlap()
+    monkeypatch.setattr(sys.modules[__name__], "seen", watch)  # what the task body reports to
+    try_acquire = FlockLockManager._try_acquire
+
+    def observed_try_acquire(self: FlockLockManager, key: str, holder: str) -> bool:
+        acquired = try_acquire(self, key, holder)
+        if not acquired:
+            watch.refused(holder)
+        return acquired
+
+    monkeypatch.setattr(FlockLockManager, "_try_acquire", observed_try_acquire)
     source = copy_sample(tmp_path / "source")
     cfg = load_config("grpo-pointwise", overrides=[f"data.source={source.as_uri()}"])
-    computed.clear()
 
     outcomes = two_at_once(cfg)
 
-    assert len(computed) == 1  # computed once
+    assert len(watch.entered) == 1, watch.entered  # computed once
+    assert watch.refused_while_inside, "the other run never waited for the stage's lock"
     assert sorted(name for name, _ in outcomes) == ["Cached", "Completed"]
     (_, first), (_, second) = outcomes
     assert first.content_hash == second.content_hash and first.local_dir == second.local_dir
