@@ -17,10 +17,17 @@ import pytest
 if TYPE_CHECKING:  # tests/ is not a package; the fixture's type lives in this dir's conftest
     from conftest import SlurmCluster
 
-pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
 
 
-def _poll(probe: Callable[[], str], accept: Callable[[str], bool], timeout_s: float) -> str:
+#: How long `_poll` waits for what it waits for: a hang guard, not a measurement (a busy machine
+#: is slow to schedule slurmctld, slurmd and the accounting daemon).
+HANG_GUARD_S = 120
+
+
+def _poll(
+    probe: Callable[[], str], accept: Callable[[str], bool], timeout_s: float = HANG_GUARD_S
+) -> str:
     """Call probe until accept(result) or timeout; return the last result either way."""
     deadline = time.monotonic() + timeout_s
     result = probe()
@@ -44,7 +51,6 @@ def test_both_nodes_idle(slurm_cluster: SlurmCluster) -> None:
         lambda o: (
             sorted(o.split("\n")) == sorted(["", *(f"{n} idle" for n in slurm_cluster.nodes)])
         ),
-        timeout_s=30,
     )
     states = dict(line.split() for line in out.splitlines())
     assert states == dict.fromkeys(slurm_cluster.nodes, "idle")
@@ -65,7 +71,7 @@ def test_two_node_job_runs_on_both_nodes(slurm_cluster: SlurmCluster) -> None:
 
     assert sorted(nodes) == sorted(slurm_cluster.nodes)
     assert len(set(job_ids)) == 1
-    state = _poll(lambda: _sacct_state(slurm_cluster, job_ids[0]), lambda s: s == "COMPLETED", 15)
+    state = _poll(lambda: _sacct_state(slurm_cluster, job_ids[0]), lambda s: s == "COMPLETED")
     assert state == "COMPLETED"
 
 
@@ -87,19 +93,15 @@ def test_scancel_kills_a_running_job(slurm_cluster: SlurmCluster) -> None:
     state = _poll(
         lambda: slurm_cluster.run("squeue", "-h", "-j", job_id, "-o", "%T").strip(),
         lambda s: s == "RUNNING",
-        timeout_s=30,
     )
     assert state == "RUNNING"
-    assert _poll(lambda: str(_pids_with_arg0(tag)), lambda p: p != "[]", timeout_s=10) != "[]"
+    assert _poll(lambda: str(_pids_with_arg0(tag)), lambda p: p != "[]") != "[]"
 
-    started = time.monotonic()
     slurm_cluster.run("scancel", job_id)
-    state = _poll(
-        lambda: _sacct_state(slurm_cluster, job_id), lambda s: s.startswith("CANCELLED"), 15
-    )
+    # Killed by the cancel: accounting says so, and the job's process is gone.
+    state = _poll(lambda: _sacct_state(slurm_cluster, job_id), lambda s: s.startswith("CANCELLED"))
     assert state.startswith("CANCELLED")
-    assert time.monotonic() - started < 15
-    assert _poll(lambda: str(_pids_with_arg0(tag)), lambda p: p == "[]", timeout_s=10) == "[]"
+    assert _poll(lambda: str(_pids_with_arg0(tag)), lambda p: p == "[]") == "[]"
 
 
 def _pids_with_arg0(arg0: str) -> list[int]:
@@ -140,7 +142,7 @@ def test_submitit_runs_a_function_on_both_nodes(
     assert [rank for rank, _ in results] == [0, 1]
     assert sorted(node for _, node in results) == sorted(slurm_cluster.nodes)
     # submitit reads the state from sacct, which lags the result file by about a second.
-    assert _poll(lambda: job.state, lambda s: s == "COMPLETED", timeout_s=30) == "COMPLETED"
+    assert _poll(lambda: job.state, lambda s: s == "COMPLETED") == "COMPLETED"
 
 
 def test_submitit_sees_a_cancelled_job(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
@@ -155,10 +157,11 @@ def test_submitit_sees_a_cancelled_job(slurm_cluster: SlurmCluster, tmp_path: Pa
     executor = submitit.AutoExecutor(folder=tmp_path, cluster="slurm")
     executor.update_parameters(slurm_partition=slurm_cluster.partition, timeout_min=5)
     job = executor.submit(sleep_long)
-    _poll(lambda: job.state, lambda s: s == "RUNNING", timeout_s=30)
-    started = time.monotonic()
+    _poll(lambda: job.state, lambda s: s == "RUNNING")
     job.cancel(check=True)
 
-    with pytest.raises(submitit.core.utils.UncompletedJobError):
+    # Without accounting this would wait forever (the module's timeout is the hang guard); with
+    # it, the result says the job ended cancelled.
+    with pytest.raises(submitit.core.utils.UncompletedJobError) as ended:
         job.result()
-    assert time.monotonic() - started < 60
+    assert "has not produced any output (state: CANCELLED" in str(ended.value), str(ended.value)

@@ -305,10 +305,12 @@ def test_sigterm_tears_everything_down(tmp_path: Path, tag: str) -> None:
     try:
         lines.wait_for("DRIVER_UP", timeout=240)
         assert len(_tagged_pids(tag)) > 3  # ray start, gcs, raylet, driver, workers...
-        t0 = time.monotonic()
         head.send_signal(signal.SIGTERM)
-        assert head.wait(timeout=60) == 128 + signal.SIGTERM, lines.rest()
-        assert time.monotonic() - t0 < 30
+        # A hang guard only: each started process gets 15 s of grace, then SIGKILL.
+        assert head.wait(timeout=300) == 128 + signal.SIGTERM, lines.rest()
+        # The signal is what tore it down: the handler ran, then the teardown to its end.
+        lines.wait_for("[judgeflow] got SIGTERM; tearing down", timeout=60)
+        lines.wait_for("[ray-bootstrap] rank 0: torn down in", timeout=60)
     finally:
         if head.poll() is None:
             head.kill()
