@@ -11,6 +11,8 @@ are the functions the pipeline calls.
 
 from __future__ import annotations
 
+import ast
+import re
 import types
 import typing
 import warnings
@@ -29,6 +31,7 @@ from judgeflow.engines.verl import verl_overrides
 from judgeflow.engines.verl_eval import evaluation_gpus, validation_overrides
 from judgeflow.evaluation import params_from as evaluation_params
 from judgeflow.key_readers import ONLY_READ_BY
+from judgeflow.rewards import reward_module_path
 from judgeflow.secrets import resolve_secrets
 from judgeflow.stages import evaluation_job_config, grrm_rl_train_job, stage_spec, store_for
 from judgeflow.stages.evaluate import overlap_params
@@ -36,25 +39,82 @@ from judgeflow.stages.register import gate_params
 from judgeflow.storage import Manifest, ManifestFile
 from judgeflow.tracking import resolve_tracking_uri
 
-# Keys that choose *what* runs rather than tune it; each is covered where it acts.
-SWITCHES = {
-    "recipe": "names the MLflow run and the registered model (tests/flows)",
-    "mode": "picks prompts, reward and flow (tests/flows, tests/rewards)",
-    "engine": "picks the engine itself (test_engine_choice below)",
-    "sft.enabled": "adds the SFT stages to judge-grpo (tests/flows/test_judge_flow.py)",
-    "sft.source": "the SFT stage's data (tests/flows/test_judge_flow.py)",
-    "evaluation.enabled": "adds the evaluate stages (tests/flows)",
-    "data.source": "what download fetches (tests/data/test_storage.py)",
-    "data.revision": "what download fetches (tests/data/test_storage.py)",
-    "data.val_source": "a second download and preparation (tests/data/test_val_source.py)",
-    "data.shards": "fans GRRM preparation out over Ray (tests/flows/test_prepare_sharded.py)",
-    "data.ray_address": "where sharded preparation runs (tests/flows/test_prepare_sharded.py)",
-    "cluster.retries": "task retries of a killed stage (tests/cluster/test_slurm_stages.py)",
-    "cluster.retry_delay_s": "delay between those retries (tests/cluster/test_slurm_stages.py)",
-    "grpo.adv_estimator": "one allowed value (grpo), passed to verl (test_adv_estimator below)",
-    "storage.credentials_block": "S3 keys from a Prefect block (tests/flows/test_credentials.py)",
-    "cluster.poll_s": "how often a job is polled (tasks/jobs.py → cluster/monitor.py)",
-    "register.enabled": "adds the register stages (tests/flows/test_registry.py)",
+REPO = Path(__file__).resolve().parents[2]
+HERE = "tests/core/test_every_key_takes_effect.py"
+_RETRIES = "tests/flows/test_retries.py::test_transient_download_failure_is_retried"
+_CACHE = "tests/flows/test_retraining_cache.py::test_unchanged_data_reuses_every_stage_and_changes_rerun_only_what_depends_on_them"  # fmt: skip
+
+# Keys that choose *what* runs rather than tune it: what each does, and the tests that show it
+# (`path::test`: the test changes the key and sees what runs change). A citation must name a
+# test that exists and uses the key (test_every_switch_cites_tests_that_use_it).
+SWITCHES: dict[str, tuple[str, list[str]]] = {
+    "recipe": (
+        "names verl's experiment and the registered model",
+        [f"{HERE}::test_recipe_names_the_run_and_the_registered_model"],
+    ),
+    "mode": (
+        "picks prompts and reward",
+        [f"{HERE}::test_mode_picks_the_prompts_and_the_reward"],
+    ),
+    "engine": ("picks the engine itself", [f"{HERE}::test_engine_choice"]),
+    "sft.enabled": ("adds the SFT stages to judge-grpo (off: none run)", [_RETRIES, _CACHE]),
+    "sft.source": (
+        "the SFT stage's data",
+        ["tests/data/test_sources.py::test_sft_source_is_what_the_sft_stage_prepares"],
+    ),
+    "evaluation.enabled": ("adds the evaluate stages (off: none run)", [_RETRIES, _CACHE]),
+    "data.source": (
+        "what download fetches",
+        ["tests/data/test_sources.py::test_data_source_is_what_download_fetches", _RETRIES],
+    ),
+    "data.revision": (
+        "what download fetches (pinned, kept apart)",
+        ["tests/data/test_sources.py::test_data_revision_is_recorded_and_kept_apart"],
+    ),
+    "data.val_source": (
+        "a second download and preparation",
+        [
+            "tests/data/test_val_source.py::test_judge_trains_on_all_of_source_and_validates_on_val_source"
+        ],
+    ),
+    "data.shards": (
+        "fans GRRM preparation out over Ray",
+        [
+            "tests/flows/test_sharded_prepare.py::test_grrm_stage_takes_the_rl_train_split_from_the_sharded_flow"
+        ],
+    ),
+    "data.ray_address": (
+        "where sharded preparation runs",
+        ["tests/flows/test_sharded_prepare.py::test_data_ray_address_is_where_the_shards_run"],
+    ),
+    "cluster.retries": (
+        "task retries of a killed stage",
+        [
+            "tests/cluster/test_judge_grpo_on_slurm.py::test_killed_train_job_is_retried_and_resumes_from_its_checkpoint",
+            "tests/flows/test_cache_keys.py::test_cluster_retries_and_retry_delay_s_reach_the_job_stages",
+        ],
+    ),
+    "cluster.retry_delay_s": (
+        "delay between those retries",
+        [
+            "tests/flows/test_cache_keys.py::test_cluster_retries_and_retry_delay_s_reach_the_job_stages"
+        ],
+    ),
+    "grpo.adv_estimator": (
+        "one allowed value (grpo), passed to verl",
+        [f"{HERE}::test_adv_estimator"],
+    ),
+    "storage.credentials_block": (
+        "S3 keys from a Prefect block",
+        [
+            "tests/flows/test_credentials.py::test_credentials_from_a_block_reach_s3_and_nothing_else"
+        ],
+    ),
+    "cluster.poll_s": (
+        "how often a job is polled (tasks/jobs.py → cluster/monitor.py)",
+        ["tests/cluster/test_monitor.py::test_cluster_poll_s_is_how_often_a_job_is_looked_at"],
+    ),
+    "register.enabled": ("adds the register stages (off: none run)", [_RETRIES]),
 }
 
 MANIFEST = Manifest(
@@ -278,7 +338,85 @@ def test_engine_choice() -> None:
 
 def test_adv_estimator() -> None:
     cfg = load_config("grpo-pointwise", overrides=["cluster.backend=slurm"])
+    assert cfg.grpo.adv_estimator == "grpo"
     assert "algorithm.adv_estimator=grpo" in consumers(cfg)["verl"]
+    with pytest.raises(ConfigError, match="grpo.adv_estimator"):  # the only value there is
+        load_config("grpo-pointwise", overrides=["grpo.adv_estimator=gae"])
+
+
+def test_recipe_names_the_run_and_the_registered_model() -> None:
+    def cfg(*overrides: str) -> RunConfig:
+        unnamed = ["cluster.backend=slurm", "register.model_name=null"]  # the recipe names it
+        return load_config("grpo-pointwise", overrides=[*unnamed, *overrides])
+
+    base, mine = cfg(), cfg("recipe=my-judge")
+    assert (base.registered_model_name, mine.registered_model_name) == (
+        "grpo-pointwise",
+        "my-judge",
+    )
+    assert "trainer.experiment_name=my-judge" in consumers(mine)["verl"]
+    assert "trainer.experiment_name=grpo-pointwise" in consumers(base)["verl"]
+
+
+@pytest.mark.parametrize("engine", [["engine=trl"], ["cluster.backend=slurm", "engine=verl"]])
+def test_mode_picks_the_prompts_and_the_reward(engine: list[str]) -> None:
+    pointwise = consumers(load_config("grpo-pointwise", overrides=engine))
+    pairwise = consumers(load_config("grpo-pointwise", overrides=[*engine, "mode=pairwise"]))
+    assert (pointwise["prepare"]["mode"], pairwise["prepare"]["mode"]) == ("pointwise", "pairwise")
+    if "trl" in pointwise:
+        assert (pointwise["trl"]["reward"], pairwise["trl"]["reward"]) == ("pointwise", "pairwise")
+    else:
+        reward = "custom_reward_function.path="
+        assert [o for o in pairwise["verl"] if o.startswith(reward)] == [
+            f"{reward}{reward_module_path('pairwise')}"
+        ]
+        assert f"{reward}{reward_module_path('pointwise')}" in pointwise["verl"]
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _cited_source(citation: str) -> str:
+    """The source of a cited test (`path`, `path::test` or `path::Class::test`): its code and
+    decorators, and the module-level helpers and constants it names (an overrides list, say)."""
+    path, _, name = citation.partition("::")
+    file = REPO / path
+    assert file.is_file(), f"{citation}: no such file"
+    text = file.read_text(encoding="utf-8")
+    if not name:
+        return text
+    module = ast.parse(text)
+    node: ast.AST = module
+    for part in name.split("::"):
+        found = [n for n in getattr(node, "body", []) if isinstance(n, _DEFS) and n.name == part]
+        assert found, f"{citation}: no {part} in {path}"
+        node = found[0]
+    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef), f"{citation}: not a test"
+    named = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    helpers = [top for top in module.body if named & _defined_names(top)]
+    parts = [node, *node.decorator_list, *helpers]
+    return "\n".join(ast.get_source_segment(text, part) or "" for part in parts)
+
+
+def _defined_names(statement: ast.stmt) -> set[str]:
+    """The module-level names a statement defines (a function, a class, an assignment)."""
+    if isinstance(statement, _DEFS):
+        return {statement.name}
+    targets = statement.targets if isinstance(statement, ast.Assign) else []
+    if isinstance(statement, ast.AnnAssign):
+        targets = [statement.target]
+    return {t.id for t in targets if isinstance(t, ast.Name)}
+
+
+@pytest.mark.parametrize("key", SWITCHES)
+def test_every_switch_cites_tests_that_use_it(key: str) -> None:
+    """Each citation names a test that exists and uses the key (in its own code or a
+    module-level helper or constant it names): no citation of a file that is gone."""
+    _, citations = SWITCHES[key]
+    assert citations, f"{key}: cites no test"
+    uses = re.compile(rf"(?<!\w){re.escape(key)}(?!\w)")
+    for citation in citations:
+        assert uses.search(_cited_source(citation)), f"{citation} does not use {key}"
 
 
 def test_evaluation_job_has_its_own_resources() -> None:

@@ -1,10 +1,14 @@
-"""Every cached task has the parameters its stage's cache key reads; a rename fails loudly."""
+"""Every cached task has the parameters its stage's cache key reads; a rename fails loudly. The
+job stages are retried as the config says."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from prefect import task
 
+from judgeflow.config import load_config
 from tasks.data import download, prepare
 from tasks.evaluate import evaluate
 from tasks.grrm import prepare_grrm
@@ -27,3 +31,17 @@ def test_a_renamed_key_parameter_fails_when_the_task_is_cached() -> None:
 
     with pytest.raises(TypeError, match="no parameter data"):
         cached(renamed)
+
+
+def test_cluster_retries_and_retry_delay_s_reach_the_job_stages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the flows make of a job stage (train, sft): Prefect retries it as the config says
+    (a killed job retried for real: tests/cluster/test_judge_grpo_on_slurm.py)."""
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path))
+    cfg = load_config("grpo-pointwise", overrides=["cluster.retries=5", "cluster.retry_delay_s=7"])
+    for stage in (train, sft):
+        retrying = cached(
+            stage, retries=cfg.cluster.retries, retry_delay_s=cfg.cluster.retry_delay_s
+        )
+        assert (retrying.retries, retrying.retry_delay_seconds) == (5, 7)
