@@ -291,13 +291,13 @@ def config_cmd(recipe: str, profile: ProfileOption = None, set_: SetOption = Non
         cfg = load_config(recipe, profile=profile, overrides=set_ or [], report=_warn)
     except ConfigError as exc:
         raise _fail(exc) from None
-    from judgeflow.redaction import is_secret_key
+    from judgeflow.redaction import is_secret, strip_userinfo
 
     data = cfg.model_dump(mode="json")  # a secret typed on the command line is not echoed
     data["cluster"]["env"] = {
-        k: "***" if is_secret_key(k) else v for k, v in data["cluster"]["env"].items()
+        k: "***" if is_secret(k, v) else v for k, v in data["cluster"]["env"].items()
     }
-    print(yaml.safe_dump(data, sort_keys=False), end="")
+    print(strip_userinfo(yaml.safe_dump(data, sort_keys=False)), end="")
 
 
 class GrrmStage(StrEnum):
@@ -343,19 +343,25 @@ def run_cmd(
 
 
 def _secrets_out_of_parameters(overrides: list[str]) -> list[str]:
-    """`cluster.env.HF_TOKEN=…` with a secret-looking name becomes `cluster.secrets.HF_TOKEN=
-    env:JUDGEFLOW_SECRET__HF_TOKEN`, the value going to this process's environment: flow
-    parameters are stored and shown by Prefect, the environment is not."""
+    """`cluster.env.HF_TOKEN=…` with a secret-looking name (or a value holding a URL with
+    credentials) becomes `cluster.secrets.HF_TOKEN=env:JUDGEFLOW_SECRET__HF_TOKEN`, the value
+    going to this process's environment: flow parameters are stored and shown by Prefect, the
+    environment is not. A `tracking.tracking_uri` loses its `user:password@` to MLflow's
+    credential variables the same way."""
     import re
 
     from judgeflow.config import parse_override
-    from judgeflow.redaction import is_secret_key
+    from judgeflow.redaction import has_url_credentials, is_secret
     from judgeflow.secrets import CLI_ENV_PREFIX
 
     out = []
     for item in overrides:
         key, value = parse_override(item)
-        if key.startswith("cluster.env.") and is_secret_key(key):
+        if key == "tracking.tracking_uri" and has_url_credentials(str(value)):
+            from judgeflow.tracking import take_credentials
+
+            item = f"{key}={take_credentials(str(value))}"
+        elif key.startswith("cluster.env.") and is_secret(key, str(value)):
             name = key.removeprefix("cluster.env.")
             variable = CLI_ENV_PREFIX + re.sub(r"\W", "_", name)
             os.environ[variable] = str(value)
@@ -431,15 +437,20 @@ def _print_evaluation(result: Any, out_dir: Path) -> None:
     out.print(f"weights   : {result.model_dir}")
     out.print(f"evaluated : {result.eval_file} ({int(result.metrics.get('eval/n', 0))} rows)")
     overlap = result.details.get("overlap") or {}
-    if not overlap.get("checked"):
-        out.print("[yellow]overlap   : not checked: the model has no lineage (a base model)[/]")
-    elif overlap.get("overlapping_rows"):
+    checked = result.details.get("decontamination")
+    if checked == "unchecked":
+        out.print(
+            "[yellow]overlap   : unchecked: the model has no lineage file (judgeflow-lineage.json: "
+            "a base model, or weights without it), so what it trained on is unknown[/]"
+        )
+    elif checked == "overlap-allowed":
         out.print(
             f"[yellow]overlap   : {overlap['overlapping_rows']} rows the model trained on were "
-            "scored (--allow-overlap)[/]"
+            f"scored (--allow-overlap); kept as evaluation set {result.details.get('eval_set')}, "
+            "apart from clean numbers[/]"
         )
     else:
-        out.print("overlap   : none with the model's training data")
+        out.print("overlap   : checked: none with the model's training data")
     for table in evaluation_tables(result, result.mode):
         out.print(table)
     if result.mlflow_run_id:
@@ -549,6 +560,7 @@ def _ensure_model(path: str) -> None:
 
 def _print_summary(summary: dict, home: Path) -> None:
     from judgeflow.console import comparison_table
+    from judgeflow.redaction import strip_userinfo
 
     out = Console(soft_wrap=True)
     out.rule("[bold]judgeflow run finished")
@@ -577,7 +589,9 @@ def _print_summary(summary: dict, home: Path) -> None:
     else:
         out.print(f"  MLflow : {summary.get('mlflow_url') or uri}")
     if os.environ.get("PREFECT_API_URL"):
-        out.print(f"  Prefect: {os.environ['PREFECT_API_URL'].removesuffix('/api')}")
+        out.print(
+            f"  Prefect: {strip_userinfo(os.environ['PREFECT_API_URL'].removesuffix('/api'))}"
+        )
     else:
         out.print(
             f"  Prefect: PREFECT_HOME={prefect_home} {sys.prefix}/bin/prefect server start  → http://127.0.0.1:4200"

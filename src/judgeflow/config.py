@@ -20,7 +20,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from judgeflow.redaction import is_secret_key
+from judgeflow.redaction import has_url_credentials, is_secret
 
 RECIPES_DIR = Path(__file__).parent / "recipes"
 PROFILES_DIR = RECIPES_DIR / "profiles"
@@ -434,7 +434,9 @@ def load_config(
         key, value = parse_override(item)
         raw = set_dotted(raw, key, value)
         explicit.append(key)
-        if key.startswith("cluster.env.") and is_secret_key(key):
+        if (key.startswith("cluster.env.") and is_secret(key, value)) or (
+            key == "tracking.tracking_uri" and has_url_credentials(str(value))
+        ):
             secret_looking.append(key)  # an override is a flow parameter: said below
     raw = _expand(
         raw, {"${JUDGEFLOW_HOME}": str(judgeflow_home()), "${mode}": str(raw.get("mode"))}

@@ -108,10 +108,16 @@ def ignored_keys(cfg: RunConfig, keys: Iterable[str]) -> list[str]:
 
 
 def secret_overrides(keys: Iterable[str]) -> list[str]:
-    """Why each secret-looking `cluster.env` override should have been a `cluster.secrets` one."""
+    """Why each secret-looking `cluster.env` override should have been a `cluster.secrets` one,
+    and a tracking URI with credentials should have left them to MLflow's variables."""
     return [
-        f"{key} looks like a secret, and an override is a flow parameter (kept, and shown, by "
-        f"Prefect): pass it as cluster.secrets.{key.removeprefix('cluster.env.')}=env:VARIABLE "
-        "or =prefect:SECRET_BLOCK instead (`judgeflow run --set` does this for you)"
+        f"{key} holds credentials, and an override is a flow parameter (kept, and shown, by "
+        "Prefect): give the URI without user:password@ and set MLFLOW_TRACKING_USERNAME and "
+        "MLFLOW_TRACKING_PASSWORD where the flow runs instead (`judgeflow run --set` does this "
+        "for you)"
+        if key == "tracking.tracking_uri"
+        else f"{key} looks like a secret, and an override is a flow parameter (kept, and shown, "
+        f"by Prefect): pass it as cluster.secrets.{key.removeprefix('cluster.env.')}="
+        "env:VARIABLE or =prefect:SECRET_BLOCK instead (`judgeflow run --set` does this for you)"
         for key in keys
     ]

@@ -6,8 +6,9 @@ A job's secrets are
 - `cluster.secrets`: job variable → where its value is, never the value: `env:VAR` (a variable
   of the process that runs the flow) or `prefect:BLOCK` (a Prefect Secret block, loaded by the
   flow into that process's environment, see `BLOCK_ENV_PREFIX`);
-- any `cluster.env` entry whose name looks secret (`HF_TOKEN`, `DB_PASSWORD`, …;
-  `judgeflow.redaction.is_secret_key`). `judgeflow run --set cluster.env.HF_TOKEN=…` turns such an
+- any `cluster.env` entry whose name looks secret (`HF_TOKEN`, `DB_PASSWORD`, …) or whose value
+  holds a URL with credentials (`DATABASE_URL=postgresql://user:password@db/x`;
+  `judgeflow.redaction.is_secret`). `judgeflow run --set cluster.env.HF_TOKEN=…` turns such an
   entry into an `env:` reference itself, so the value never becomes a flow parameter.
 
 They reach the job through one file only, the job's input file (mode 0600, its owner alone),
@@ -21,7 +22,7 @@ import re
 from collections.abc import Mapping
 
 from judgeflow.config import ClusterConfig, ConfigError
-from judgeflow.redaction import is_secret_key
+from judgeflow.redaction import is_secret
 
 __all__ = [
     "BLOCK_ENV_PREFIX",
@@ -60,9 +61,9 @@ def block_env_name(block: str) -> str:
 
 
 def public_env(cluster: ClusterConfig) -> dict[str, str]:
-    """`cluster.env` without its secret-looking entries: what may go into sbatch scripts, job
-    folders and logs."""
-    return {k: v for k, v in cluster.env.items() if not is_secret_key(k)}
+    """`cluster.env` without its secret entries: what may go into sbatch scripts, job folders
+    and logs."""
+    return {k: v for k, v in cluster.env.items() if not is_secret(k, v)}
 
 
 def resolve_secrets(
@@ -70,7 +71,7 @@ def resolve_secrets(
 ) -> dict[str, str]:
     """Every secret a job of `cluster` needs, by job variable name, with its value."""
     environ = os.environ if environ is None else environ
-    out = {k: v for k, v in cluster.env.items() if is_secret_key(k)}
+    out = {k: v for k, v in cluster.env.items() if is_secret(k, v)}
     for name, ref in cluster.secrets.items():
         scheme, where = reference(ref, name)
         variable = where if scheme == "env" else block_env_name(where)

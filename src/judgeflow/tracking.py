@@ -20,20 +20,48 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from judgeflow.config import judgeflow_home
+from judgeflow.redaction import split_userinfo
 
 _METRIC_NAME = re.compile(r"[^\w\-. /:]")
 _MAX_PARAM = 6000
 _BATCH = 900
 
 
+#: MLflow's own variables for an authenticated server (basic auth, or a bearer token).
+CREDENTIAL_ENV = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN")
+
+
 def resolve_tracking_uri(configured: str | None = None) -> str:
-    """Config value, else $MLFLOW_TRACKING_URI, else a SQLite file under $JUDGEFLOW_HOME."""
+    """Config value, else $MLFLOW_TRACKING_URI, else a SQLite file under $JUDGEFLOW_HOME; never
+    with credentials in it (`take_credentials`), so what it returns may be shown and stored."""
     uri = configured or os.environ.get("MLFLOW_TRACKING_URI")
     if uri:
-        return uri
+        return take_credentials(uri)
     home = judgeflow_home()
     home.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{home / 'mlflow.db'}"
+
+
+def take_credentials(uri: str) -> str:
+    """`uri` without its `user:password@`, which goes to MLFLOW_TRACKING_USERNAME and
+    MLFLOW_TRACKING_PASSWORD of this process, where MLflow's client reads them for basic auth
+    (they win over values already there). $MLFLOW_TRACKING_URI, when it is this URI, loses them
+    too, so the processes this one starts (Slurm jobs included) inherit no credentials in a URL."""
+    bare, user, password = split_userinfo(uri)
+    if user is None:
+        return uri
+    os.environ["MLFLOW_TRACKING_USERNAME"] = user
+    if password is not None:
+        os.environ["MLFLOW_TRACKING_PASSWORD"] = password
+    if os.environ.get("MLFLOW_TRACKING_URI") == uri:
+        os.environ["MLFLOW_TRACKING_URI"] = bare
+    return bare
+
+
+def tracking_credentials() -> dict[str, str]:
+    """MLflow's credential variables set in this process: what a job needs among its secrets
+    to reach the same server (`judgeflow.stages.jobs` puts them in its input file)."""
+    return {name: os.environ[name] for name in CREDENTIAL_ENV if os.environ.get(name)}
 
 
 class Tracker:
@@ -46,8 +74,8 @@ class Tracker:
 
     def __init__(self, run_id: str, tracking_uri: str, *, spool: str | Path | None = None) -> None:
         self.run_id = run_id
-        self.tracking_uri = tracking_uri
-        self.client = MlflowClient(tracking_uri)
+        self.tracking_uri = take_credentials(tracking_uri)
+        self.client = MlflowClient(self.tracking_uri)
         self.spool = Path(spool) if spool else None
         self._pending: list[Metric] = []
         self.outages = 0  # how many logging calls found the server unavailable
@@ -284,4 +312,13 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-__all__ = ["BackgroundMetrics", "Tracker", "git_commit", "metric_name", "resolve_tracking_uri"]
+__all__ = [
+    "CREDENTIAL_ENV",
+    "BackgroundMetrics",
+    "Tracker",
+    "git_commit",
+    "metric_name",
+    "resolve_tracking_uri",
+    "take_credentials",
+    "tracking_credentials",
+]

@@ -24,7 +24,12 @@ from judgeflow.stages.common import PreparedData, Progress, run_dir
 from judgeflow.stages.evaluate import evaluate_stage
 from judgeflow.stages.train import sft_stage, train_stage
 from judgeflow.storage import write_json
-from judgeflow.tracking import BackgroundMetrics, Tracker, resolve_tracking_uri
+from judgeflow.tracking import (
+    BackgroundMetrics,
+    Tracker,
+    resolve_tracking_uri,
+    tracking_credentials,
+)
 
 STAGE_INPUT = "input.json"
 #: Metrics a job could not deliver (MLflow unavailable), in its stage directory.
@@ -46,23 +51,25 @@ def stage_spec(
     """The job for `stage` ("train" or "evaluate"): command, environment, shared directory.
 
     Unless `dry_run`, this writes the stage input file the command reads. It is the one file
-    that holds the job's secrets (`judgeflow.secrets`), so only its owner may read it (0600);
+    that holds the job's secrets (`judgeflow.secrets`, and MLflow's credentials,
+    `judgeflow.tracking.tracking_credentials`), so only its owner may read it (0600);
     the spec, which submitit pickles into the job folder, holds only the public environment.
     """
     name = name or stage
     workdir = Path(cfg.cluster.shared_dir) / run_id / name
+    tracking_uri = resolve_tracking_uri(cfg.tracking.tracking_uri)  # credentials leave the URI
     if not dry_run:
         stage_input = {
             "stage": stage,
             "config": cfg.model_dump(mode="json"),
             "run_id": run_id,
-            SECRET_ENV: resolve_secrets(cfg.cluster),
+            SECRET_ENV: {**tracking_credentials(), **resolve_secrets(cfg.cluster)},
             **payload,
         }
         write_json(workdir / STAGE_INPUT, stage_input, mode=0o600)
     env = {
         **public_env(cfg.cluster),
-        "MLFLOW_TRACKING_URI": resolve_tracking_uri(cfg.tracking.tracking_uri),
+        "MLFLOW_TRACKING_URI": tracking_uri,
         "MLFLOW_RUN_ID": run_id,
         "JUDGEFLOW_HOME": str(judgeflow_home()),
         "HF_HUB_DISABLE_TELEMETRY": "1",
