@@ -28,6 +28,7 @@ import difflib
 import json
 import re
 import sys
+import textwrap
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -76,9 +77,9 @@ def _measured_on(results: Mapping[str, Any]) -> str:
     minutes = sum(results["seconds"].values()) / 60
     load = m["load_average_at_start"][0]
     return (
-        f"`benchmarks/results.json`: {date:%Y-%m-%d}, {commit}, {minutes:.0f} min in all, on "
-        f"{m['cpu']} ({m['cores_usable']} of {m['cores']} cores usable), {m['memory_gib']} GiB, "
-        f"{m['os']}, Python {m['python']}; load average {load:.1f} at the start."
+        f"{date:%Y-%m-%d}, {commit}, {minutes:.0f} min in all, on {m['cpu']} "
+        f"({m['cores_usable']} of {m['cores']} cores usable), {m['memory_gib']} GiB, {m['os']}, "
+        f"Python {m['python']}; load average {load:.1f} at the start."
     )
 
 
@@ -89,12 +90,13 @@ def benchmarks_table(source: Path) -> str:
         intro = (
             "**Provisional figures from a `--quick` run** (tiny sizes; ray-startup as two local "
             "ranks without Slurm; the demo without SFT or evaluation, one GRPO step): they check "
-            "the code and are not to be quoted. The full run replaces them. "
+            "the code and are not to be quoted; a full run (`benchmarks/run.py --update-readme`) "
+            "replaces them. `benchmarks/results.json`: "
         )
     else:
-        intro = "Figures from one full run, "
+        intro = "Figures from one full run of `benchmarks/run.py` (`benchmarks/results.json`): "
     lines = [
-        intro + _measured_on(results),
+        textwrap.fill(intro + _measured_on(results), width=100, break_on_hyphens=False),
         "",
         "| benchmark | case | metric | judgeflow | baseline | vs baseline | notes |",
         "|---|---|---|---|---|---|---|",

@@ -4,10 +4,10 @@
     .venv/bin/python benchmarks/run.py --quick              # tiny sizes, no Slurm: a check
     .venv/bin/python benchmarks/run.py --only rewards ray-startup --json results.json
 
-A run of every benchmark writes benchmarks/results.json (date, machine, git commit, every row
-and raw figure; `--quick` is recorded), which is committed; `--update-readme` (or
-`benchmarks/readme.py`) then rewrites the README's generated regions from it. `--only` writes
-a results file only where `--json` says.
+A full run of every benchmark writes benchmarks/results.json (date, machine, git commit, every
+row and raw figure), which is committed; `--update-readme` (or `benchmarks/readme.py`) then
+rewrites the README's generated regions from it. `--quick` and `--only` runs write a results file
+only where `--json` says (`--quick` is recorded in it).
 
 Benchmarks (each module's docstring says exactly what it measures):
   prepare-judge   prepare_judge vs pandas iterrows and batched pyarrow: rows/s, peak RSS, same rows
@@ -335,16 +335,16 @@ def main() -> int:
     parser.add_argument(
         "--json",
         type=Path,
-        help="write the results file here (default, when every benchmark runs: "
+        help="write the results file here (default for a full run of every benchmark: "
         "benchmarks/results.json, which the README is rendered from)",
     )
     parser.add_argument("--update-readme", action="store_true",
                         help="then rewrite the README's regions from the results file "
                              "(benchmarks/readme.py)")  # fmt: skip
     args = parser.parse_args()
-    output = args.json or (None if args.only else RESULTS)
-    if args.update_readme and output != RESULTS:
-        parser.error("--update-readme renders benchmarks/results.json: run every benchmark")
+    output = args.json or (None if args.only or args.quick else RESULTS)
+    if args.update_readme and (args.only or output != RESULTS):
+        parser.error("--update-readme: run every benchmark, into benchmarks/results.json")
 
     started = dt.datetime.now().astimezone()
     results: dict[str, Any] = {
