@@ -113,14 +113,17 @@ def record_training(cfg: RunConfig, run_id: str, outcome: Any) -> None:
 def record_evaluation(
     cfg: RunConfig, run_id: str, label: str, result: dict[str, Any]
 ) -> dict[str, float]:
-    """Log `eval/<metric>` as `<label>/<metric>` (e.g. before/accuracy), the predictions table,
-    the details (`eval/<label>_details.json`: confusion, breakdowns, overlap) and the pictures
-    (`plots/<label>_*.png`)."""
+    """Log `eval/<metric>` as `<label>/<metric>` (e.g. before/accuracy), what decontamination
+    found (tag `judgeflow.decontamination.<label>`: checked, overlap-allowed or unchecked), the
+    predictions table, the details (`eval/<label>_details.json`: confusion, breakdowns, overlap)
+    and the pictures (`plots/<label>_*.png`)."""
     from judgeflow.evaluation import JudgeEvaluation, write_evaluation_artifacts
 
     metrics = {f"{label}/{k.removeprefix('eval/')}": v for k, v in result["metrics"].items()}
     tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
     tracker.log_metrics(metrics)
+    if checked := stages.decontamination_of(result):
+        tracker.set_tags({f"judgeflow.decontamination.{label}": checked})
     tracker.log_table(result["rows"], f"eval/{label}_predictions.json")
     if result.get("details"):
         evaluation = JudgeEvaluation(result["metrics"], result["rows"], result["details"])
@@ -161,7 +164,10 @@ class StageRecorder:
             row["error"] = (state.message or "")[:300]
         self.rows.append(row)
         report_stage(stage, status, row["duration_s"])
-        return state.result()  # raises the stage's error when it failed
+        result = state.result()  # raises the stage's error when it failed
+        if isinstance(result, dict) and (checked := stages.decontamination_of(result)):
+            row["decontamination"] = checked  # an evaluation: said beside its overlap_rows
+        return result
 
     def status(self, stage: str) -> str | None:
         return next((r["status"] for r in self.rows if r["stage"] == stage), None)
@@ -210,12 +216,13 @@ def summary_table(
         for column in SUMMARY_COLUMNS:
             value = metrics.get(column)
             entry[column] = round(float(value), 4) if isinstance(value, int | float) else ""
+        entry["decontamination"] = row.get("decontamination", "")
         entry["slurm_job_ids"] = ", ".join(jobs.get(_job_stage(row["stage"]), []))
         entry["note"] = row.get("note", "")
         entry["error"] = row.get("error", "")
         entry["mlflow"] = link
         table.append(entry)
-    optional = (*SUMMARY_COLUMNS, "note")
+    optional = (*SUMMARY_COLUMNS, "decontamination", "note")
     used = {c for c in optional if any(e[c] != "" for e in table)}
     return [{k: v for k, v in e.items() if k not in optional or k in used} for e in table]
 

@@ -6,8 +6,13 @@ model directory it produces: the prompt hashes (`judgeflow.data.prompt_hashes`) 
 trained on, joined with those of the model it started from, and the list of training stages
 behind it. The file travels with the model (artifact store, S3, a registered version), so the
 check needs nothing but the model: `judgeflow evaluate some/dir`, `models:/NAME@champion` and the
-pipeline's own evaluations all find the same lineage. A model without the file (a base model
-from the Hub, the tiny random model) has no known training data and is not checked.
+pipeline's own evaluations all find the same lineage.
+
+Every check ends in one of three statuses (`Overlap.status`), recorded beside the metrics:
+`checked` (no scored row was trained on), `overlap-allowed` (some were, and
+`evaluation.allow_overlap` scored them: the numbers are inflated and kept apart from clean
+ones) and `unchecked` (the model has no lineage file: a base model from the Hub, the tiny random
+model, or weights stripped of it; nothing is known, which must never read as "0 overlap").
 """
 
 from __future__ import annotations
@@ -23,12 +28,17 @@ from judgeflow.data.io import atomic_write_text
 from judgeflow.data.prompt_hashes import row_prompt_hash
 
 __all__ = [
+    "CHECKED",
     "LINEAGE_FILE",
+    "OVERLAP_ALLOWED",
+    "STATUSES",
+    "UNCHECKED",
     "ContaminationError",
     "Lineage",
     "Overlap",
     "check_overlap",
     "file_prompt_hashes",
+    "overlap_set",
     "read_lineage",
     "write_lineage",
 ]
@@ -37,6 +47,19 @@ LINEAGE_FILE = "judgeflow-lineage.json"
 LINEAGE_SCHEMA_VERSION = 1
 #: Overlapping rows named in the error and the report (all are counted).
 SHOWN = 5
+
+#: What a check found (`Overlap.status`).
+CHECKED = "checked"
+OVERLAP_ALLOWED = "overlap-allowed"
+UNCHECKED = "unchecked"
+STATUSES = (CHECKED, OVERLAP_ALLOWED, UNCHECKED)
+OVERLAP_SET_SUFFIX = "-overlap"
+
+
+def overlap_set(eval_set: str) -> str:
+    """The evaluation-set key of numbers measured with overlap allowed: never the clean set's,
+    so the registry never compares them with clean numbers."""
+    return eval_set if eval_set.endswith(OVERLAP_SET_SUFFIX) else eval_set + OVERLAP_SET_SUFFIX
 
 
 class ContaminationError(DataError):
@@ -129,11 +152,19 @@ class Overlap:
     examples: list[dict[str, Any]] = field(default_factory=list)  # the first few, for people
     trained_on: list[str] = field(default_factory=list)  # the data behind the model
 
+    @property
+    def status(self) -> str:
+        """`checked`, `overlap-allowed` (rows it trained on were scored) or `unchecked`."""
+        if not self.checked:
+            return UNCHECKED
+        return OVERLAP_ALLOWED if self.overlapping else CHECKED
+
     def to_dict(self) -> dict[str, Any]:
         return {
+            "status": self.status,
             "checked": self.checked,
             "rows": self.rows,
-            "overlapping_rows": len(self.overlapping),
+            "overlapping_rows": len(self.overlapping) if self.checked else None,  # unknown
             "examples": self.examples,
             "trained_on": self.trained_on,
         }
@@ -203,6 +234,7 @@ def _message(overlap: Overlap, model_dir: str | Path, what: str) -> str:
     ]
     lines.append(
         "Evaluate on held-out data, or score them anyway with --allow-overlap "
-        "(pipelines: --set evaluation.allow_overlap=true); the overlap is then reported."
+        "(pipelines: --set evaluation.allow_overlap=true); the overlap is then reported, and "
+        "the numbers are kept apart from clean ones and cannot promote a registered version."
     )
     return "\n".join(lines)

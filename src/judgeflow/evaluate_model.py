@@ -3,8 +3,11 @@
 MODEL is a registered version (`models:/NAME@champion`, `models:/NAME/3`), a model directory,
 an artifact-store URI or a hub id. URI is prepared verl RL parquet, or raw data prepared here
 exactly as the pipeline prepares its validation split (pairwise: both orders). The model's
-lineage decides what it may be scored on (`judgeflow.decontamination`). The result goes to an
-MLflow run of its own, and onto the registered version, so a later gate can compare with it.
+lineage decides what it may be scored on (`judgeflow.decontamination`); what the check found
+(checked, overlap-allowed, unchecked) is printed and tagged. The result goes to an MLflow run of
+its own, and onto the registered version, so a later gate can compare with it: numbers measured
+with `--allow-overlap` on rows the version trained on go under their own evaluation set, where
+no gate compares them with clean ones.
 """
 
 from __future__ import annotations
@@ -205,6 +208,7 @@ def _log(
             "judgeflow.mode": cfg.mode,
             "judgeflow.eval_data": data,
             "judgeflow.eval_set": eval_set or "",
+            "judgeflow.decontamination": evaluation.details.get("decontamination") or "",
             "judgeflow.git_commit": git_commit(Path(__file__).parent) or "unknown",
         },
     )
@@ -212,7 +216,7 @@ def _log(
     tracker.log_metrics(evaluation.metrics)
     for path in paths:
         tracker.log_artifact(path, "plots" if path.suffix == ".png" else "eval")
-    if version and eval_set:
+    if version and eval_set:  # an overlap-allowed set is its own (`overlap_set`): kept apart
         name, number = version.rsplit("/", 1)
         bare = {k.removeprefix("eval/"): v for k, v in evaluation.metrics.items()}
         ModelRegistry(cfg.tracking.tracking_uri).record_evaluation(name, number, eval_set, bare)

@@ -1,24 +1,43 @@
-"""A model's lineage file, and the refusal to score it on prompts it trained on."""
+"""A model's lineage file, the refusal to score it on prompts it trained on, and what every
+evaluation says about the check: checked, overlap-allowed (kept apart) or unchecked (never 0)."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import uuid
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from mlflow.tracking import MlflowClient
+from typer.testing import CliRunner
 
+from judgeflow.cli import app
+from judgeflow.config import RunConfig, load_config
+from judgeflow.data import prepare_judge
 from judgeflow.data.prompt_hashes import judge_prompt_hash
 from judgeflow.data.templates import render_pairwise, render_pointwise
 from judgeflow.decontamination import (
+    CHECKED,
     LINEAGE_FILE,
+    OVERLAP_ALLOWED,
+    UNCHECKED,
     ContaminationError,
     check_overlap,
     file_prompt_hashes,
+    overlap_set,
     read_lineage,
     write_lineage,
 )
+from judgeflow.model_registry import ModelRegistry
+from judgeflow.samples import sample_path
+from judgeflow.stages import PreparedData, evaluate_stage
+from judgeflow.stages.evaluate import evaluation_set
+
+#: Two rows, four new tokens: the tiny model answers in well under a second.
+QUICK = ["evaluation.limit=2", "evaluation.max_new_tokens=4"]
 
 
 def _row(query: str, response: str, *, stored: bool = True) -> dict:
@@ -93,3 +112,132 @@ def test_a_file_of_neither_kind_is_named(tmp_path: Path) -> None:
     path = _write(tmp_path / "odd.parquet", [{"text": "hello"}])
     with pytest.raises(ValueError, match="odd.parquet: neither verl RL rows"):
         file_prompt_hashes(path, "pointwise")
+
+
+def test_each_check_says_what_it_found(tmp_path: Path) -> None:
+    """checked / overlap-allowed / unchecked; a model stripped of its lineage is unchecked, and
+    its overlap count is unknown, never 0."""
+    data = _write(tmp_path / "train.parquet", [_row("What is 2+2?", "Four.")])
+    model = tmp_path / "model"
+    model.mkdir()
+    write_lineage(model, stage="grpo", mode="pointwise", data_file=data)
+    seen, held_out = [_row("What is 2+2?", "Four.")], [_row("What is 3+3?", "Six.")]
+
+    assert check_overlap(model, held_out, "pointwise").status == CHECKED
+    assert check_overlap(model, held_out, "pointwise", allow_overlap=True).status == CHECKED
+    allowed = check_overlap(model, seen, "pointwise", allow_overlap=True)
+    assert allowed.status == OVERLAP_ALLOWED and allowed.to_dict()["status"] == OVERLAP_ALLOWED
+
+    (model / LINEAGE_FILE).unlink()  # the same weights, their lineage lost on the way
+    stripped = check_overlap(model, seen, "pointwise")  # no refusal: nothing is known
+    assert stripped.status == UNCHECKED and not stripped.checked
+    assert (
+        stripped.to_dict()["overlapping_rows"] is None and stripped.to_dict()["status"] == UNCHECKED
+    )
+
+
+def test_overlap_numbers_have_their_own_evaluation_set() -> None:
+    assert overlap_set("0123abcd") == "0123abcd-overlap"
+    assert overlap_set(overlap_set("0123abcd")) == "0123abcd-overlap"  # marked once
+
+
+@pytest.fixture
+def trained(tmp_path: Path, judgeflow_home: Path, tiny_model: Path) -> tuple[Path, Path, Path]:
+    """(model, train rows, held-out rows): a copy of the tiny model whose lineage says it trained
+    on the sample's train split, and that split's prepared files."""
+    prepared = prepare_judge(
+        "pointwise", [sample_path("tinyjudge_pointwise.jsonl")], tmp_path / "data" / "p.parquet",
+        val_fraction=0.25,
+    )  # fmt: skip
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model, model)
+    write_lineage(model, stage="grpo", mode="pointwise", data_file=prepared.train_path)
+    assert prepared.val_path is not None
+    return model, Path(prepared.train_path), Path(prepared.val_path)
+
+
+def _cfg(model: Path, *more: str) -> RunConfig:
+    return load_config("grpo-pointwise", profile="tiny", overrides=[f"model.path={model}", *QUICK, *more])  # fmt: skip
+
+
+def _data(rows: Path) -> PreparedData:
+    return PreparedData(train_file=str(rows), val_file=str(rows), report_file="", report={})
+
+
+def test_the_evaluation_stage_records_the_status_beside_the_count(
+    trained: tuple[Path, Path, Path],
+) -> None:
+    model, train, val = trained
+    cfg, allowing = _cfg(model), _cfg(model, "evaluation.allow_overlap=true")
+
+    clean = evaluate_stage(cfg, str(model), _data(val))
+    assert clean["details"]["decontamination"] == CHECKED
+    assert clean["metrics"]["eval/overlap_rows"] == 0.0
+    assert clean["details"]["eval_set"] == evaluation_set(cfg, val)
+
+    with pytest.raises(ContaminationError):
+        evaluate_stage(cfg, str(model), _data(train))
+    allowed = evaluate_stage(allowing, str(model), _data(train))
+    assert allowed["details"]["decontamination"] == OVERLAP_ALLOWED
+    assert allowed["metrics"]["eval/overlap_rows"] == 2.0
+    # Its own evaluation set: never the clean one, so no gate compares the two.
+    assert allowed["details"]["eval_set"] == overlap_set(evaluation_set(cfg, train))
+
+    (model / LINEAGE_FILE).unlink()  # the weights without their lineage
+    stripped = evaluate_stage(cfg, str(model), _data(train))
+    assert stripped["details"]["decontamination"] == UNCHECKED
+    assert "eval/overlap_rows" not in stripped["metrics"]  # unknown, not 0
+    assert stripped["details"]["eval_set"] == evaluation_set(cfg, train)
+
+
+def test_judgeflow_evaluate_says_unchecked_and_keeps_overlap_numbers_apart(
+    trained: tuple[Path, Path, Path], mlflow_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`judgeflow evaluate` as a user runs it, against a real MLflow server."""
+    model, train, _ = trained
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
+    client = MlflowClient(mlflow_server)
+    quick = [arg for item in QUICK for arg in ("--set", item)]
+    evaluate = ["evaluate", "--data", str(train), "--profile", "tiny", *quick]
+
+    # A registered version evaluated with --allow-overlap on rows it trained on: its numbers
+    # go onto the version under the overlap set, not the clean one.
+    name = f"judge-decon-{uuid.uuid4().hex[:8]}"
+    experiment = client.create_experiment(f"decon-{uuid.uuid4().hex[:8]}")
+    registry = ModelRegistry(mlflow_server)
+    registry.register(
+        name=name, model_uri=str(model), run_id=client.create_run(experiment).info.run_id,
+        mode="pointwise", metric="exact_match", evaluation=None, eval_set=None, tags={},
+        description="",
+    )  # fmt: skip
+    allowed = CliRunner().invoke(
+        app, [*evaluate[:1], f"models:/{name}/1", *evaluate[1:], "--allow-overlap",
+              "--output", str(model.parent / "allowed")],
+    )  # fmt: skip
+    assert allowed.exit_code == 0, allowed.output
+    assert "2 rows the model trained on were scored" in allowed.output
+    clean_set = evaluation_set(_cfg(model), train)
+    kept = client.get_model_version(name, "1").tags
+    assert f"judgeflow.eval.{overlap_set(clean_set)}" in kept
+    assert f"judgeflow.eval.{clean_set}" not in kept
+    run = _latest_evaluation(client)
+    assert run.data.tags["judgeflow.decontamination"] == OVERLAP_ALLOWED
+    assert run.data.tags["judgeflow.eval_set"] == overlap_set(clean_set)
+
+    # The same weights stripped of their lineage: unchecked, said, tagged, and no 0 logged.
+    (model / LINEAGE_FILE).unlink()
+    stripped = CliRunner().invoke(
+        app, [*evaluate[:1], str(model), "--mode", "pointwise", *evaluate[1:],
+              "--output", str(model.parent / "stripped")],
+    )  # fmt: skip
+    assert stripped.exit_code == 0, stripped.output
+    assert "overlap   : unchecked" in stripped.output and "none with" not in stripped.output
+    run = _latest_evaluation(client)
+    assert run.data.tags["judgeflow.decontamination"] == UNCHECKED
+    assert "eval/exact_match" in run.data.metrics and "eval/overlap_rows" not in run.data.metrics
+
+
+def _latest_evaluation(client: MlflowClient):  # type: ignore[no-untyped-def]
+    experiment = client.get_experiment_by_name("judgeflow-evaluate")
+    assert experiment is not None
+    return client.search_runs([experiment.experiment_id], order_by=["start_time DESC"])[0]

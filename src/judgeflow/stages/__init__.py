@@ -36,7 +36,7 @@ from judgeflow.stages.data import (
     sft_source_config,
     val_source_config,
 )
-from judgeflow.stages.evaluate import evaluate_stage
+from judgeflow.stages.evaluate import decontamination_of, evaluate_stage
 from judgeflow.stages.jobs import (
     PROGRESS_METRICS,
     STAGE_INPUT,
@@ -59,6 +59,7 @@ __all__ = [
     "Progress",
     "SftData",
     "TrainedModel",
+    "decontamination_of",
     "download_stage",
     "evaluate_stage",
     "evaluate_stage_spec",

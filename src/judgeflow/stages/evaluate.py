@@ -1,8 +1,11 @@
 """The evaluation stage: a judge's metrics and predictions on the validation rows.
 
 It refuses to score a model on rows whose prompt the model trained on (its lineage file, see
-`judgeflow.decontamination`) unless `evaluation.allow_overlap`, and names the evaluation set it
-measured on (`evaluation_set`), so the registry compares models only on the same one.
+`judgeflow.decontamination`) unless `evaluation.allow_overlap`, says what the check found
+(`details["decontamination"]`: checked, overlap-allowed or unchecked), and names the evaluation
+set it measured on (`evaluation_set`), so the registry compares models only on the same one.
+Numbers measured with overlap allowed get a set of their own (`overlap_set`), and a model
+without lineage gets no `eval/overlap_rows` at all: nothing was counted.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +38,11 @@ def overlap_params(cfg: RunConfig) -> dict[str, Any]:
     return {"mode": cfg.mode, "allow_overlap": cfg.evaluation.allow_overlap}
 
 
+def decontamination_of(result: Mapping[str, Any] | None) -> str | None:
+    """What the contamination check found for an evaluate-stage result (None: no evaluation)."""
+    return ((result or {}).get("details") or {}).get("decontamination")
+
+
 def evaluate_stage(
     cfg: RunConfig,
     model_dir: str,
@@ -43,9 +52,9 @@ def evaluate_stage(
     data_name: str | None = None,
 ) -> dict[str, Any]:
     """Judge metrics of `model_dir` on the validation split: `metrics` (`eval/…`), `rows`
-    (predictions) and `details` (confusion, breakdowns, overlap, evaluation set). `data_name`
-    is how errors name the data (default: the validation file)."""
-    from judgeflow.decontamination import check_overlap
+    (predictions) and `details` (confusion, breakdowns, overlap, decontamination, evaluation
+    set). `data_name` is how errors name the data (default: the validation file)."""
+    from judgeflow.decontamination import OVERLAP_ALLOWED, check_overlap, overlap_set
     from judgeflow.evaluation import evaluate_judge, evaluation_rows, params_from, read_rows
 
     if not data.val_file:
@@ -65,11 +74,15 @@ def evaluate_stage(
         train_file = fetch(cfg, data.train_file)
         generator = verl_generator_for(cfg, model, eval_file, train_file, scratch)
     result = evaluate_judge(model, eval_file, generator=generator, **params)
-    metrics = {**result.metrics, "eval/overlap_rows": float(len(overlap.overlapping))}
+    metrics = dict(result.metrics)
+    if overlap.checked:  # unchecked: nothing was counted, so no count (0 would read as clean)
+        metrics["eval/overlap_rows"] = float(len(overlap.overlapping))
+    eval_set = evaluation_set(cfg, eval_file)
     details = {
         **result.details,
         "overlap": overlap.to_dict(),
-        "eval_set": evaluation_set(cfg, eval_file),
+        "decontamination": overlap.status,
+        "eval_set": overlap_set(eval_set) if overlap.status == OVERLAP_ALLOWED else eval_set,
         "model": model_dir,
         "data": data.val_file,
     }
