@@ -10,12 +10,18 @@ version's `judgeflow.model_uri` tag.
 Each version records its metrics per evaluation set (`judgeflow.eval.<set>`: JSON), where a
 set is the evaluation data's content hash plus the evaluation settings. Two versions are
 compared only on the same set; the pipeline evaluates the champion on a new set when it has to.
+Numbers measured on rows the model trained on (`evaluation.allow_overlap`) live under a set of
+their own (`judgeflow.decontamination.overlap_set`), so they never meet clean ones, and they
+never promote a version unless forced. A champion whose weights cannot be found is an error
+(`ChampionNotFoundError`), not a vacancy: with a shared MLflow and machine-local stores, another
+machine's champion looks gone from here.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import socket
 import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -26,11 +32,14 @@ from mlflow.entities.model_registry import ModelVersion
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from judgeflow.data.io import is_url
+from judgeflow.decontamination import OVERLAP_ALLOWED, overlap_set
 from judgeflow.tracking import resolve_tracking_uri
 
 __all__ = [
     "CHALLENGER",
     "CHAMPION",
+    "ChampionNotFoundError",
     "Decision",
     "ModelRegistry",
     "RegistryError",
@@ -49,11 +58,17 @@ TAG_DECISION = "judgeflow.decision"
 TAG_PROMOTED = "judgeflow.promoted"
 TAG_FORCED = "judgeflow.forced"
 TAG_METRIC = "judgeflow.primary_metric"
+TAG_DECONTAMINATION = "judgeflow.decontamination"  # of the evaluation the gate was given
 TAG_MANAGED = "judgeflow.managed"  # on the registered model: judgeflow created it
 
 
 class RegistryError(LookupError):
     """A `models:/` URI or registered model that does not resolve; says what exists."""
+
+
+class ChampionNotFoundError(RegistryError):
+    """The champion's weights are not where its version says: the gate can neither measure nor
+    replace it blind. The message names the version, where it looked, and what to do."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +109,7 @@ class Decision:
     eval_set: str | None = None
     already_registered: bool = False
     url: str | None = None
+    decontamination: str | None = None  # of this version's evaluation: checked, unchecked, …
 
     @property
     def verdict(self) -> str:
@@ -112,26 +128,29 @@ def decide(
     margin: float,
     force: bool,
     name: str,
-    champion_gone: bool = False,
+    overlap: bool = False,
 ) -> tuple[bool, str]:
     """(promote?, why). The first version of a model becomes champion; later ones only when
-    `value` beats the champion's value on the same evaluation by more than `margin`, or when
-    the champion's weights are gone (a champion nobody can load serves nobody)."""
+    `value` beats the champion's value on the same evaluation by more than `margin`. A value
+    measured on rows the model trained on (`overlap`) promotes nothing, first version included;
+    `force` promotes whatever the numbers say."""
     shown = "–" if value is None else f"{value:.4f}"
-    if champion is None:
-        return True, f"first version of {name}: becomes champion ({metric} {shown})"
-    if champion_gone and champion_value is None:
-        return True, (
-            f"promoted: champion v{champion.version}'s weights are gone ({champion.model_uri}), "
-            f"so it cannot be measured or served ({metric} {shown})"
+    if overlap and not force:
+        return False, (
+            f"kept as challenger: its {metric} {shown} was measured on evaluation rows it "
+            "trained on (evaluation.allow_overlap), and such numbers never promote a version; "
+            "evaluate it on held-out data, or promote it with register.force=true"
         )
+    measured = " (measured with overlap allowed)" if overlap else ""
+    if champion is None:
+        return True, f"first version of {name}: becomes champion ({metric} {shown}{measured})"
     against = (
         f"champion v{champion.version}'s {champion_value:.4f}"
         if champion_value is not None
         else f"champion v{champion.version}"
     )
     if force:
-        return True, f"forced (register.force=true): {metric} {shown} against {against}"
+        return True, f"forced (register.force=true): {metric} {shown}{measured} against {against}"
     if value is None or not math.isfinite(value):
         return False, (
             f"kept as challenger: this run has no {metric} to compare with {against} "
@@ -149,6 +168,22 @@ def decide(
     return False, (
         f"kept as challenger: {metric} {value:.4f} does not beat {against} by more than the "
         f"margin {margin:g}"
+    )
+
+
+def champion_not_found(champion: VersionInfo, tracking_uri: str | None) -> ChampionNotFoundError:
+    """The error for a champion whose weights `exists()` did not find (see the class)."""
+    where = champion.model_uri
+    place = "in the store" if is_url(where) else f"on this machine ({socket.gethostname()})"
+    return ChampionNotFoundError(
+        f"the champion of {champion.name} is v{champion.version}, but its weights are not at "
+        f"{where} (its `{TAG_MODEL_URI}` tag; looked {place}; registry {tracking_uri}). The "
+        "gate can neither measure it nor replace it blind. If the weights are on another "
+        "machine (a shared MLflow with a machine-local store), register from a machine that "
+        "sees them, or use one store for all (storage.root=s3://… or a shared filesystem). If "
+        "they are gone for good, promote this version with --set register.force=true, or point "
+        f"`champion` at a version whose weights exist (`judgeflow models {champion.name}` lists "
+        "them; MlflowClient().set_registered_model_alias(name, 'champion', version))."
     )
 
 
@@ -242,54 +277,79 @@ class ModelRegistry:
         margin: float = 0.0,
         force: bool = False,
         champion_evaluation: Mapping[str, float] | None = None,
+        champion_eval_set: str | None = None,
         note: str = "",
         champion_gone: bool = False,
+        decontamination: str | None = None,
     ) -> Decision:
         """Register `model_uri` as a version of `name` (once: a version with the same weights
         is found again) and decide whether `champion` moves to it.
 
-        `evaluation` holds this model's metrics on `eval_set` (bare names: `exact_match`);
-        `champion_evaluation` the champion's on the same set when the caller just measured it;
-        `note` is added to the recorded reason.
+        `evaluation` holds this model's metrics on `eval_set` (bare names: `exact_match`) and
+        `decontamination` what its contamination check found (`overlap-allowed` numbers never
+        promote unless `force`). `champion_evaluation` is the champion's, just measured by the
+        caller, on `champion_eval_set` (default `eval_set`; its overlap set when the champion
+        trained on some of the rows: kept, never compared). `champion_gone`: the champion's
+        weights were not found, an error (`ChampionNotFoundError`) unless `force`. `note` is
+        added to the recorded reason. The caller holds the model's lock from the champion's
+        lookup to here (tasks/register.py), so the champion cannot change in between.
         """
         champion = self.champion(name)
         existing = self.find(name, model_uri)
         if existing is not None and not force:
             return self._already(existing, metric, evaluation, eval_set)
-        champion_value = None
+        if champion is not None and champion_gone and not force:
+            raise champion_not_found(champion, self.tracking_uri)
+        champion_set = champion_eval_set or eval_set
+        champion_value, notes = None, [note] if note else []
         if champion is not None:
-            on_set = champion_evaluation or champion.evaluation(eval_set) or {}
-            champion_value = on_set.get(metric)
+            measured = champion_evaluation if champion_set == eval_set else None
+            champion_value = (measured or champion.evaluation(eval_set) or {}).get(metric)
+            unclean = self._overlap_numbers(champion, eval_set, champion_set, champion_evaluation)
+            if champion_value is None and unclean and unclean.get(metric) is not None:
+                notes.append(
+                    f"(champion v{champion.version} trained on "
+                    f"{int(unclean.get('overlap_rows', 0))} of these evaluation prompts: its "
+                    f"{metric} here, {unclean[metric]:.4f}, was measured with overlap allowed "
+                    "and is not compared with clean numbers)"
+                )
+            if champion_gone:  # forced past it
+                notes.append(f"(champion v{champion.version}'s weights were not found)")
         value = (evaluation or {}).get(metric)
+        overlap = decontamination == OVERLAP_ALLOWED
         promoted, reason = decide(
             metric, value, champion, champion_value, margin=margin, force=force, name=name,
-            champion_gone=champion_gone,
+            overlap=overlap,
         )  # fmt: skip
         if champion is not None and existing is not None and champion.version == existing.version:
             promoted, reason = True, f"already champion: {existing.ref}"
-        reason += f" {note}" if note and champion is not None else ""
+        if champion is not None:
+            reason = " ".join([reason, *notes])
+        forced = force and (champion is not None or overlap)
         info = existing or self._create(name, model_uri, run_id, mode, tags, description)
         version = info.version
         decision_tags = {
             TAG_DECISION: reason,
             TAG_PROMOTED: str(promoted).lower(),
-            TAG_FORCED: str(force and champion is not None).lower(),
+            TAG_FORCED: str(forced).lower(),
             TAG_METRIC: metric,
             CHALLENGER: str(not promoted).lower(),
         }
         if eval_set and evaluation:
             decision_tags[TAG_EVAL + eval_set] = _metrics_json(evaluation)
             decision_tags[TAG_EVAL_SET] = eval_set
+        if decontamination:
+            decision_tags[TAG_DECONTAMINATION] = decontamination
         for key, value_ in decision_tags.items():
             self.client.set_model_version_tag(name, version, key, value_)
-        if champion is not None and champion_evaluation and eval_set:
-            self.record_evaluation(name, champion.version, eval_set, champion_evaluation)
+        if champion is not None and champion_evaluation and champion_set:
+            self.record_evaluation(name, champion.version, champion_set, champion_evaluation)
         self.client.set_registered_model_alias(name, CHAMPION if promoted else CHALLENGER, version)
         return Decision(
             name=name,
             version=version,
             promoted=promoted,
-            forced=force and champion is not None,
+            forced=forced,
             reason=reason,
             metric=metric,
             value=value,
@@ -298,7 +358,22 @@ class ModelRegistry:
             margin=margin,
             eval_set=eval_set,
             url=self.version_url(name, version),
+            decontamination=decontamination,
         )
+
+    @staticmethod
+    def _overlap_numbers(
+        champion: VersionInfo,
+        eval_set: str | None,
+        champion_set: str | None,
+        champion_evaluation: Mapping[str, float] | None,
+    ) -> Mapping[str, float] | None:
+        """The champion's numbers on `eval_set`'s rows measured with overlap allowed, if any."""
+        if not eval_set:
+            return None
+        if champion_evaluation and champion_set == overlap_set(eval_set):
+            return champion_evaluation
+        return champion.evaluation(overlap_set(eval_set))
 
     def version_url(self, name: str, version: str) -> str | None:
         uri = str(self.tracking_uri)

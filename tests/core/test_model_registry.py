@@ -1,19 +1,26 @@
-"""The champion gate, against a real `mlflow server`: versions, aliases, tags, idempotence."""
+"""The champion gate, against a real `mlflow server`: versions, aliases, tags, idempotence;
+overlap-allowed numbers kept apart and never promoting; a champion whose weights are missing."""
 
 from __future__ import annotations
 
+import shutil
 import uuid
+from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
+from judgeflow.config import load_config
+from judgeflow.decontamination import CHECKED, OVERLAP_ALLOWED, overlap_set
 from judgeflow.model_registry import (
     CHAMPION,
+    ChampionNotFoundError,
     ModelRegistry,
     RegistryError,
     VersionInfo,
     decide,
 )
+from judgeflow.stages.register import champion_to_measure, register_stage
 
 
 def _champion(version: str = "1") -> VersionInfo:
@@ -57,6 +64,22 @@ def test_gate_compares_on_the_primary_metric_with_a_margin(
 def test_the_first_version_becomes_champion() -> None:
     promoted, reason = decide("accuracy", 0.0, None, None, margin=0.0, force=False, name="m")
     assert promoted and reason.startswith("first version of m")
+
+
+@pytest.mark.parametrize("champion", [None, _champion()])
+def test_numbers_measured_with_overlap_promote_only_when_forced(
+    champion: VersionInfo | None,
+) -> None:
+    """Not even as the first version, and not even when they beat the champion."""
+    promoted, reason = decide(
+        "exact_match", 0.9, champion, 0.5, margin=0.0, force=False, name="m", overlap=True
+    )
+    assert not promoted
+    assert "measured on evaluation rows it trained on" in reason and "register.force" in reason
+    forced, why = decide(
+        "exact_match", 0.1, champion, 0.5, margin=0.0, force=True, name="m", overlap=True
+    )
+    assert forced and "measured with overlap allowed" in why
 
 
 def _run(client: MlflowClient) -> str:
@@ -157,3 +180,84 @@ def test_unknown_model_uri_says_what_exists(mlflow_server: str) -> None:
         registry.resolve("models:/no-such-model@champion")
     with pytest.raises(RegistryError, match="not a models:/ URI"):
         registry.resolve("runs:/abc/model")
+
+
+def test_overlap_allowed_numbers_are_kept_apart_and_never_promote(mlflow_server: str) -> None:
+    registry = ModelRegistry(mlflow_server)
+    client = MlflowClient(mlflow_server)
+    name = f"judge-test-{uuid.uuid4().hex[:8]}"
+    base = {"name": name, "mode": "pointwise", "metric": "exact_match", "tags": {},
+            "description": "", "eval_set": "s1"}  # fmt: skip
+
+    # Measured with overlap allowed: kept as challenger even as the first version, marked.
+    first = registry.register(
+        model_uri="/m/1", run_id=_run(client), evaluation={"exact_match": 0.9},
+        decontamination=OVERLAP_ALLOWED, **{**base, "eval_set": overlap_set("s1")},
+    )  # fmt: skip
+    assert not first.promoted and first.decontamination == OVERLAP_ALLOWED
+    assert "measured on evaluation rows it trained on" in first.reason
+    v1 = client.get_model_version(name, "1").tags
+    assert v1["judgeflow.decontamination"] == OVERLAP_ALLOWED and v1["challenger"] == "true"
+    assert f"judgeflow.eval.{overlap_set('s1')}" in v1 and "judgeflow.eval.s1" not in v1
+    assert registry.champion(name) is None
+
+    clean = registry.register(
+        model_uri="/m/2", run_id=_run(client), evaluation={"exact_match": 0.5},
+        decontamination=CHECKED, **base,
+    )  # fmt: skip
+    assert clean.promoted and clean.version == "2"
+
+    # The champion measured on rows it had trained on: its numbers go to the overlap set and
+    # are not compared with this version's clean ones.
+    blind = registry.register(
+        model_uri="/m/3", run_id=_run(client), evaluation={"exact_match": 0.7},
+        decontamination=CHECKED, champion_evaluation={"exact_match": 0.6, "overlap_rows": 4.0},
+        champion_eval_set=overlap_set("s3"), **{**base, "eval_set": "s3"},
+    )  # fmt: skip
+    assert not blind.promoted and blind.champion_value is None
+    assert "trained on 4 of these evaluation prompts" in blind.reason
+    assert "not compared with clean numbers" in blind.reason
+    champion = registry.versions(name)[-2]
+    assert champion.version == "2" and champion.evaluation(overlap_set("s3")) is not None
+    assert champion.evaluation("s3") is None
+
+    forced = registry.register(
+        model_uri="/m/4", run_id=_run(client), evaluation={"exact_match": 0.1},
+        decontamination=OVERLAP_ALLOWED, force=True, **base,
+    )  # fmt: skip
+    assert forced.promoted and forced.forced
+
+
+def test_a_champion_whose_weights_are_missing_is_an_error_that_names_it(
+    mlflow_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the register stage: the champion's weights checked where its version says."""
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
+    client = MlflowClient(mlflow_server)
+    name = f"judge-test-{uuid.uuid4().hex[:8]}"
+    overrides = [f"tracking.tracking_uri={mlflow_server}", f"register.model_name={name}"]
+    cfg = load_config("grpo-pointwise", overrides=overrides)
+    evaluation = {"metrics": {"eval/exact_match": 0.5},
+                  "details": {"eval_set": "s1", "decontamination": CHECKED}}  # fmt: skip
+    weights = [tmp_path / f"m{i}" for i in (1, 2, 3)]
+    for path in weights:
+        path.mkdir()
+
+    def register(model: Path, force: bool = False):  # type: ignore[no-untyped-def]
+        forcing = cfg.model_copy(update={"register": cfg.register.model_copy(update={"force": force})})  # fmt: skip
+        return register_stage(
+            forcing, run_id=_run(client), model_dir=str(model), kind="final", evaluation=evaluation
+        )
+
+    assert register(weights[0]).promoted
+    shutil.rmtree(weights[0])  # the champion's weights: gone (or on another machine's disk)
+    assert champion_to_measure(cfg, "final", evaluation | {"details": {"eval_set": "s2"}}) is None
+    with pytest.raises(ChampionNotFoundError) as missing:
+        register(weights[1])
+    text = str(missing.value)
+    assert f"the champion of {name} is v1" in text and str(weights[0]) in text
+    assert "register.force=true" in text and f"judgeflow models {name}" in text
+    assert len(ModelRegistry(mlflow_server).versions(name)) == 1  # nothing registered
+
+    forced = register(weights[2], force=True)
+    assert forced.promoted and forced.forced and "weights were not found" in forced.reason

@@ -1,5 +1,11 @@
 """The register stage: a trained model becomes an MLflow model version with its lineage, and the
-champion gate decides whether `champion` moves to it (`judgeflow.model_registry`)."""
+champion gate decides whether `champion` moves to it (`judgeflow.model_registry`).
+
+The gate's three steps, finding the champion (`champion_to_measure`), measuring it on this run's
+evaluation set and deciding (`register_stage`), must run under one lock per registered model
+(tasks/register.py holds it): otherwise another run can move `champion` in between, and the
+decision would weigh one champion's numbers against another.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,10 @@ from typing import Any
 
 from judgeflow.config import RunConfig
 from judgeflow.data.io import exists
+from judgeflow.decontamination import OVERLAP_ALLOWED, overlap_set
 from judgeflow.model_registry import Decision, ModelRegistry, VersionInfo
 from judgeflow.stages.common import with_policy
+from judgeflow.stages.evaluate import decontamination_of
 from judgeflow.tracking import Tracker
 
 #: Tags of the pipeline's MLflow run a version inherits (its lineage).
@@ -51,20 +59,25 @@ def champion_to_measure(
     cfg: RunConfig, kind: str, evaluation: Mapping[str, Any] | None
 ) -> VersionInfo | None:
     """The champion, when the gate needs its numbers on this run's evaluation set and the
-    registry has none (the data or the evaluation settings changed since it was measured)."""
+    registry has none, clean or measured with overlap allowed (the data or the evaluation
+    settings changed since it was measured). Not when this run's own numbers were measured with
+    overlap allowed: they cannot promote it, so there is nothing to compare."""
     eval_set = (evaluation or {}).get("details", {}).get("eval_set")
     if not cfg.register.enabled or not eval_set or cfg.register.force:
         return None
-    champion = ModelRegistry(cfg.tracking.tracking_uri).champion(registered_name(cfg, kind))
-    if champion is None or champion.evaluation(eval_set) is not None:
+    if decontamination_of(evaluation) == OVERLAP_ALLOWED:
         return None
-    return champion if exists(champion.model_uri) else None  # gone: the gate says so
+    champion = ModelRegistry(cfg.tracking.tracking_uri).champion(registered_name(cfg, kind))
+    if champion is None or any(champion.evaluation(s) for s in (eval_set, overlap_set(eval_set))):
+        return None
+    return champion if exists(champion.model_uri) else None  # gone: the gate names it
 
 
 def champion_config(cfg: RunConfig, model_uri: str) -> RunConfig:
     """`cfg` for evaluating the champion on this run's data: its weights, and overlap with its
     own training data reported instead of refused (it may have trained on prompts that are
-    validation data now; the decision then says so)."""
+    validation data now: those numbers land on the overlap set, are not compared, and the
+    decision says so)."""
     evaluation = cfg.evaluation.model_copy(update={"allow_overlap": True})
     return with_policy(cfg, model_uri).model_copy(update={"evaluation": evaluation})
 
@@ -83,8 +96,9 @@ def register_stage(
     """Register `model_dir` (the `cfg` run's `kind` model) and decide on `champion`.
 
     `evaluation` / `champion_evaluation` are evaluate-stage results (`metrics` with `eval/…`
-    names, `details` with the evaluation set) of this model and of the champion. The parent
-    SFT version is the `-sft` version whose weights this model started from (`model.path`).
+    names, `details` with the evaluation set and what decontamination found) of this model and
+    of the champion. The parent SFT version is the `-sft` version whose weights this model
+    started from (`model.path`). Call it under the lock `champion_to_measure` was called under.
     """
     registry = ModelRegistry(cfg.tracking.tracking_uri)
     tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
@@ -93,9 +107,13 @@ def register_stage(
     name, metric = gate["name"], gate["metric"]
     parent = registry.find(registered_name(cfg, "sft"), cfg.model.path) if kind != "sft" else None
     champion = registry.champion(name)
+    measured = (champion_evaluation or {}).get("details", {})
+    if champion is None or measured.get("model") != champion.model_uri:
+        champion_evaluation = measured = None  # not this champion's (moved outside judgeflow)
     ours = _bare(evaluation)
     theirs = _bare(champion_evaluation)
     eval_set = (evaluation or {}).get("details", {}).get("eval_set")
+    beside = theirs if (measured or {}).get("eval_set") == eval_set else None  # same set only
     tags = {key: run_tags.get(key) for key in INHERITED_TAGS}
     tags |= {
         "judgeflow.data.revision": cfg.data.revision,
@@ -114,12 +132,13 @@ def register_stage(
         evaluation=ours,
         eval_set=eval_set,
         tags=tags,
-        description=description(name, metric, ours, theirs, evaluation, comparison),
+        description=description(name, metric, ours, beside, evaluation, comparison),
         margin=gate["margin"],
         force=gate["force"],
         champion_evaluation=theirs,
-        note=_overlap_note(champion_evaluation),
+        champion_eval_set=(measured or {}).get("eval_set"),
         champion_gone=champion is not None and not exists(champion.model_uri),
+        decontamination=decontamination_of(evaluation),
     )
     tracker.set_tags(
         {
@@ -143,9 +162,12 @@ def description(
     if not ours:
         return f"{name}: registered without an evaluation."
     details = (evaluation or {}).get("details", {})
+    checked = details.get("decontamination")
     lines = [
         f"Evaluation on `{details.get('data', 'the validation split')}` "
-        f"(set `{details.get('eval_set', '?')}`); gate metric **{metric}**.",
+        f"(set `{details.get('eval_set', '?')}`"
+        + (f", decontamination: {checked}" if checked else "")
+        + f"); gate metric **{metric}**.",
         "",
         "| metric | this version | champion |",
         "|---|---|---|",
@@ -167,16 +189,6 @@ def description(
             cells = [_cell(row.get(label)) for label in labels]
             lines.append(f"| {row['metric']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def _overlap_note(champion_evaluation: Mapping[str, Any] | None) -> str:
-    """Say so when the champion was measured on prompts it had trained on."""
-    rows = (champion_evaluation or {}).get("metrics", {}).get("eval/overlap_rows", 0)
-    if not rows:
-        return ""
-    return (
-        f"(the champion trained on {int(rows)} of these evaluation prompts: its score is inflated)"
-    )
 
 
 def _cell(value: Any) -> str:
