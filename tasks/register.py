@@ -4,6 +4,10 @@
 no numbers on this run's evaluation set, it is evaluated first (`evaluate[champion]`, cached
 like any evaluation), then `register` records the version and the decision. The decision shows
 in the `registry` artifact, the run summary and the flow's return value.
+
+All three steps run under one lock per registered model (`registry_lock`): a run that found and
+measured champion v1 must decide against v1, not against a v2 another run promoted meanwhile.
+A second run registering the same model waits for the first run's decision, then sees it.
 """
 
 from __future__ import annotations
@@ -58,26 +62,25 @@ def register(
 ) -> dict[str, Any]:
     """The model version and the gate's decision (`promoted`, `reason`, the numbers).
 
-    One run at a time decides on a registered model (`registry_lock`): the gate reads the
-    champion, then moves the alias, and two runs in between would both see the old champion
-    (or none) and the later alias would win, whatever its numbers.
+    Call it under `registry_lock` (`register_model` does, from the champion's lookup on): the
+    gate reads the champion, then moves the alias, and two runs in between would both see the
+    old champion (or none) and the later alias would win, whatever its numbers.
     """
     jobs = (
         submitted_jobs(cfg.cluster.shared_dir, str(flow_run.get_id()))
         if cfg.cluster.backend == "slurm"
         else {}
     )
-    with registry_lock(registered_name(cfg, kind)):
-        decision = register_stage(
-            cfg,
-            run_id=run_id,
-            model_dir=model_dir,
-            kind=kind,
-            evaluation=evaluation,
-            champion_evaluation=champion_evaluation,
-            job_ids=jobs.get("sft" if kind == "sft" else "train", []),
-            comparison=comparison or [],
-        )
+    decision = register_stage(
+        cfg,
+        run_id=run_id,
+        model_dir=model_dir,
+        kind=kind,
+        evaluation=evaluation,
+        champion_evaluation=champion_evaluation,
+        job_ids=jobs.get("sft" if kind == "sft" else "train", []),
+        comparison=comparison or [],
+    )
     create_markdown_artifact(
         key=f"registry-{kind}",
         markdown=_markdown(decision.to_dict()),
@@ -106,31 +109,33 @@ def register_model(
     evaluation: dict[str, Any] | None,
     comparison: list[dict[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, float]]:
-    """Measure the champion on this evaluation set when needed, then register and decide.
+    """Measure the champion on this evaluation set when needed, then register and decide, all
+    under the registered model's lock (see the module docstring).
 
     `stage` is the flow's `StageRecorder`, so both steps show in the run summary. Returns the
     decision and the champion's metrics when it was measured (`champion/…`, for the summary).
     """
-    champion = find_champion(cfg, kind, evaluation)
-    measured, champion_metrics = None, {}
-    if champion:
-        label = "champion" if kind != "sft" else "champion-sft"
-        rival = champion_config(cfg, champion)
-        measured = stage(
-            f"evaluate[{label}]", cached(evaluate), rival, champion, data, run_id, label
+    with registry_lock(registered_name(cfg, kind)):
+        champion = find_champion(cfg, kind, evaluation)
+        measured, champion_metrics = None, {}
+        if champion:
+            label = "champion" if kind != "sft" else "champion-sft"
+            rival = champion_config(cfg, champion)
+            measured = stage(
+                f"evaluate[{label}]", cached(evaluate), rival, champion, data, run_id, label
+            )
+            champion_metrics = record_evaluation(cfg, run_id, label, measured)
+        decision = stage(
+            f"register[{kind}]",
+            register,
+            cfg,
+            run_id,
+            model_dir,
+            kind,
+            evaluation,
+            measured,
+            comparison,
         )
-        champion_metrics = record_evaluation(cfg, run_id, label, measured)
-    decision = stage(
-        f"register[{kind}]",
-        register,
-        cfg,
-        run_id,
-        model_dir,
-        kind,
-        evaluation,
-        measured,
-        comparison,
-    )
     if decision["already_registered"]:  # the same weights as an earlier run: nothing new
         stage.mark(f"register[{kind}]", "cached")
     stage.add_note(f"register[{kind}]", f"v{decision['version']} {decision['verdict']}: {decision['reason']}")  # fmt: skip
@@ -155,7 +160,8 @@ def _markdown(decision: dict[str, Any]) -> str:
             f"{shown(decision.get('champion_value'))} |",
             "",
             f"margin {decision['margin']:g}; forced: {str(decision['forced']).lower()}; "
-            f"evaluation set `{decision.get('eval_set') or '–'}`",
+            f"evaluation set `{decision.get('eval_set') or '–'}`; "
+            f"decontamination: {decision.get('decontamination') or '–'}",
             "",
             f"[the version in MLflow]({decision['url']})" if decision.get("url") else "",
         ]

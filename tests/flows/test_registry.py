@@ -5,15 +5,23 @@ Two successive tiny runs register two versions with their lineage; the good one 
 `champion`, a deliberately worse one (one GRPO step) is kept as challenger and says why;
 `judgeflow evaluate models:/judge-grpo-pointwise@champion` works on held-out rows, refuses the
 rows the model trained on, and scores them with `--allow-overlap`, reporting the overlap.
+
+Two runs registering the same model at once: the second waits, before it looks up the champion,
+until the first has looked it up, measured it and decided; the overlap is observed from inside
+(a run held in its champion measurement until the other is seen waiting), not timed.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import subprocess
 import sys
+import threading
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -21,6 +29,7 @@ from mlflow.tracking import MlflowClient
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 NAME = "judge-grpo-pointwise"
+HANG_GUARD_S = 120  # only a run that is stuck waits this long; no assertion depends on it
 
 
 def _judgeflow(*args: str, home: Path, tracking: str) -> subprocess.CompletedProcess[str]:
@@ -108,6 +117,15 @@ def test_two_runs_a_champion_a_challenger_and_evaluating_the_champion(
 
     rows = {row["stage"]: row for row in asyncio.run(summary_artifact())}
     assert "kept as challenger" in str(rows["register[final]"]["note"])
+    # The base model has no lineage: its evaluation is unchecked, said so, and counted nowhere.
+    assert rows["evaluate[before]"]["decontamination"] == "unchecked"
+    assert rows["evaluate[before]"]["overlap_rows"] == ""
+    assert rows["evaluate[after]"]["decontamination"] == "checked"
+    assert rows["evaluate[after]"]["overlap_rows"] == 0.0
+    assert "before/overlap_rows" not in weak_run.data.metrics
+    assert weak_run.data.metrics["after/overlap_rows"] == 0.0
+    assert weak_run.data.tags["judgeflow.decontamination.before"] == "unchecked"
+    assert weak_run.data.tags["judgeflow.decontamination.after"] == "checked"
 
     # 3. `judgeflow evaluate` on the champion, as a user runs it.
     val_file = next(judgeflow_home.glob("artifacts/prepared/*/pointwise.val.parquet"))
@@ -139,9 +157,161 @@ def test_two_runs_a_champion_a_challenger_and_evaluating_the_champion(
     )  # fmt: skip
     assert allowed.returncode == 0
     assert "rows the model trained on were scored" in allowed.stdout
+    # ...and kept on the version under their own evaluation set, apart from clean numbers.
+    overlap_run = client.search_runs(
+        [client.get_experiment_by_name("judgeflow-evaluate").experiment_id],
+        order_by=["start_time DESC"],
+    )[0]
+    assert overlap_run.data.tags["judgeflow.decontamination"] == "overlap-allowed"
+    assert overlap_run.data.tags["judgeflow.eval_set"].endswith("-overlap")
+    kept = client.get_model_version(NAME, "1").tags
+    assert f"judgeflow.eval.{overlap_run.data.tags['judgeflow.eval_set']}" in kept
 
     # `judgeflow models` lists both versions with the alias and the decision.
     listing = _judgeflow("models", "grpo-pointwise", home=judgeflow_home, tracking=tracking)
     assert listing.returncode == 0
     assert "champion" in listing.stdout and "challenger" in listing.stdout
     assert f"{NAME}-sft" in listing.stdout
+
+
+class Gate:
+    """What two runs registering one model did, in order, seen from inside the gate's steps."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+        self.events: list[tuple[str, str]] = []
+
+    def note(self, what: str) -> None:
+        with self.changed:
+            self.events.append((WHO.get(), what))
+            self.changed.notify_all()
+
+    def wait_for(self, who: str, what: str | None = None) -> None:
+        with self.changed:
+            self.changed.wait_for(
+                lambda: any(w == who and what in (None, e) for w, e in self.events), HANG_GUARD_S
+            )
+
+    def of(self, who: str) -> list[str]:
+        return [what for w, what in self.events if w == who]
+
+
+WHO: contextvars.ContextVar[str] = contextvars.ContextVar("who", default="?")
+
+
+def test_the_gate_finds_measures_and_decides_under_one_lock(
+    prefect_server: str,
+    own_mlflow_server: str,
+    judgeflow_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Run A holds the lock from looking up champion v1 through measuring it to deciding; run B,
+    started while A is inside the measurement, is refused the lock before it looks anything
+    up, then finds A's version as champion and is compared with A's numbers."""
+    from prefect import flow
+
+    import tasks.register as register_tasks
+    from judgeflow import stages
+    from judgeflow.config import load_config
+    from judgeflow.model_registry import ModelRegistry
+    from judgeflow.stages.evaluate import evaluation_set
+    from tasks.locking import FlockLockManager
+    from tasks.tracking import StageRecorder
+
+    gate = Gate()
+    try_acquire, find, decide = (
+        FlockLockManager._try_acquire, register_tasks.champion_to_measure, register_tasks.register_stage
+    )  # fmt: skip
+    measure = stages.evaluate_stage
+
+    def observed_try_acquire(self: FlockLockManager, key: str, holder: str) -> bool:
+        acquired = try_acquire(self, key, holder)
+        if key.startswith("register-"):
+            gate.note("lock" if acquired else "refused")
+        return acquired
+
+    def observed_find(*args: Any, **kwargs: Any) -> Any:
+        gate.note("lookup")
+        return find(*args, **kwargs)
+
+    def observed_measure(*args: Any, **kwargs: Any) -> Any:
+        gate.note("measure")
+        if WHO.get() == "A":
+            gate.wait_for("B")  # until B is seen: refused the lock (or, unlocked, looking up)
+        return measure(*args, **kwargs)
+
+    def observed_decide(*args: Any, **kwargs: Any) -> Any:
+        gate.note("decide")
+        return decide(*args, **kwargs)
+
+    monkeypatch.setattr(FlockLockManager, "_try_acquire", observed_try_acquire)
+    monkeypatch.setattr(register_tasks, "champion_to_measure", observed_find)
+    monkeypatch.setattr(register_tasks, "register_stage", observed_decide)
+    monkeypatch.setattr(stages, "evaluate_stage", observed_measure)
+
+    tracking = own_mlflow_server
+    name = f"judge-lock-{uuid.uuid4().hex[:8]}"
+    cfg = load_config(
+        "grpo-pointwise", profile="tiny",
+        overrides=[f"tracking.tracking_uri={tracking}", f"register.model_name={name}",
+                   "evaluation.limit=2", "evaluation.max_new_tokens=4"],
+    )  # fmt: skip
+    data = stages.prepare_stage(cfg, stages.download_stage(cfg))
+    assert data.val_file
+    eval_set = evaluation_set(cfg, data.val_file)
+    client = MlflowClient(tracking)
+    experiment = client.create_experiment(f"lock-{uuid.uuid4().hex[:8]}")
+    weights = {}
+    for who in ("v1", "A", "B"):  # three registered models, all loadable: the tiny model
+        weights[who] = judgeflow_home / f"weights-{who}"
+        weights[who].symlink_to(judgeflow_home / "tiny-model", target_is_directory=True)
+    # Champion v1, never measured on this run's evaluation set: the gate must measure it.
+    ModelRegistry(tracking).register(
+        name=name, model_uri=str(weights["v1"]), run_id=client.create_run(experiment).info.run_id,
+        mode="pointwise", metric="exact_match", evaluation={"exact_match": 0.1},
+        eval_set="an-earlier-set", tags={}, description="",
+    )  # fmt: skip
+
+    @flow(name="register-one")
+    def register_one(who: str, exact_match: float) -> dict[str, Any]:
+        WHO.set(who)
+        run_id = client.create_run(experiment).info.run_id
+        evaluation = {
+            "metrics": {"eval/exact_match": exact_match},
+            "details": {"eval_set": eval_set, "decontamination": "checked",
+                        "model": str(weights[who])},
+        }  # fmt: skip
+        decision, _ = register_tasks.register_model(
+            StageRecorder(), cfg, run_id, data, str(weights[who]), "final", evaluation
+        )
+        return decision
+
+    decisions: dict[str, Any] = {}
+
+    def run(who: str, exact_match: float) -> None:
+        try:
+            decisions[who] = register_one(who, exact_match)
+        except BaseException as exc:  # reported by the assertions below
+            decisions[who] = exc
+
+    first = threading.Thread(target=run, args=("A", 0.9), daemon=True)  # a stuck run: no hang
+    first.start()
+    gate.wait_for("A", "measure")  # A is inside the champion's measurement, holding the lock
+    second = threading.Thread(target=run, args=("B", 0.5), daemon=True)
+    second.start()
+    for thread in (first, second):
+        thread.join(HANG_GUARD_S * 2)
+    assert not first.is_alive() and not second.is_alive(), gate.events
+    assert not any(isinstance(d, BaseException) for d in decisions.values()), decisions
+
+    # B's first step was to be refused the lock A held: it looked nothing up meanwhile.
+    assert gate.of("B")[0] == "refused", gate.events
+    seen = [(who, what) for who, what in gate.events if what != "refused"]
+    assert seen == [
+        ("A", "lock"), ("A", "lookup"), ("A", "measure"), ("A", "decide"),
+        ("B", "lock"), ("B", "lookup"), ("B", "decide"),  # A's version has numbers here
+    ], gate.events  # fmt: skip
+    a, b = decisions["A"], decisions["B"]
+    assert a["promoted"] and a["champion_version"] == "1" and a["version"] == "2"
+    assert not b["promoted"] and b["champion_version"] == "2"
+    assert b["champion_value"] == pytest.approx(0.9)  # A's numbers, not v1's measurement
