@@ -111,8 +111,92 @@ def benchmarks_table(source: Path) -> str:
     return "\n".join(lines)
 
 
+def _json(source: Path) -> Any:
+    return json.loads(source.read_text(encoding="utf-8"))
+
+
+def demo_seeds_table(source: Path) -> str:
+    """benchmarks/demo.py seeds: per mode and seed, the SFT model and the GRPO judge."""
+    results = _json(source)
+    bar = results["bar"]
+    primary = {"pointwise": "exact_match", "pairwise": "consistent_accuracy"}
+    lines = [
+        "| mode | data.seed | reward_mean SFT → GRPO | gain | format failures after | "
+        "primary metric SFT → GRPO | unseen non-answers SFT → GRPO | meets the bar |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for run in results["runs"]:
+        sft, after, metric = run["sft"], run["after"], primary[run["mode"]]
+        unseen = "tinyjudge_unseen_non_answer"
+        lines.append(
+            f"| {run['mode']} | {run['seed']} "
+            f"| {sft['overall']['reward_mean']:.3f} → {after['overall']['reward_mean']:.3f} "
+            f"| {run['reward_gain']:+.3f} | {after['overall']['format_failure_rate']:.3f} "
+            f"| {metric} {sft['overall'][metric]:.3f} → {after['overall'][metric]:.3f} "
+            f"| {sft['subsets'][unseen][metric]:.3f} → {after['subsets'][unseen][metric]:.3f} "
+            f"| {'yes' if run['meets_bar'] else '**no**'} |"
+        )
+    met = sum(run["meets_bar"] for run in results["runs"])
+    lines += [
+        "",
+        f"{met} of {len(results['runs'])} runs meet the bar (reward_mean at least "
+        f"{bar['min_reward_gain']} above the SFT model, format failures at most "
+        f"{bar['max_format_failure_rate']}). `benchmarks/results/demo-seeds.json`: "
+        f"{results['date'][:10]}, commit `{results['git_commit'][:10]}`, "
+        f"{results['seconds'] / 60:.0f} min on {results['machine']['cpu']} "
+        f"({results['machine']['cores']} cores).",
+    ]
+    return "\n".join(lines)
+
+
+def demo_rules_table(source: Path) -> str:
+    """benchmarks/demo.py rules: each one-line rule's primary metric, overall and per subset."""
+    results = _json(source)["rules"]
+    lines = [
+        "| rule | pointwise exact_match | … on unseen non-answers | "
+        "pairwise consistent_accuracy | … on unseen non-answers |",
+        "|---|---|---|---|---|",
+    ]
+    for rule, modes in results.items():
+        pw, pr = modes["pointwise"], modes["pairwise"]
+        unseen = "tinyjudge/unseen-non-answer"
+        lines.append(
+            f"| {_cell(rule)} | {pw['overall']['exact_match']:.3f} "
+            f"| {pw['subsets'][unseen]['exact_match']:.3f} "
+            f"| {pr['overall']['consistent_accuracy']:.3f} "
+            f"| {pr['subsets'][unseen]['consistent_accuracy']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def _tables_meta(field: str, fmt: str) -> Callable[[Path], str]:
+    def render(source: Path) -> str:
+        return fmt.format(_json(source)[field])
+
+    return render
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min"
+
+
 REGIONS: dict[str, Region] = {
     "benchmarks": Region("benchmarks/results.json", benchmarks_table),
+    "quickstart-pointwise": Region("benchmarks/results/demo-pointwise.txt", fenced),
+    "quickstart-pairwise": Region("benchmarks/results/demo-pairwise.txt", fenced),
+    "demo-seeds": Region("benchmarks/results/demo-seeds.json", demo_seeds_table),
+    "demo-rules": Region("benchmarks/results/demo-rules.json", demo_rules_table),
+    "tiny-model-parameters": Region(
+        "benchmarks/results/demo-tables.json", _tables_meta("tiny_model_parameters", "{:,}")
+    ),
+    "demo-minutes": Region(
+        "benchmarks/results/demo-tables.json",
+        lambda source: _minutes(_json(source)["seconds"]["pointwise"]),
+    ),
+    "pairwise-minutes": Region(
+        "benchmarks/results/demo-tables.json",
+        lambda source: _minutes(_json(source)["seconds"]["pairwise"]),
+    ),
 }
 
 

@@ -559,17 +559,17 @@ def _ensure_model(path: str) -> None:
 
 
 def _print_summary(summary: dict, home: Path) -> None:
-    from judgeflow.console import comparison_table
+    from judgeflow.console import summary_tables
     from judgeflow.redaction import strip_userinfo
 
     out = Console(soft_wrap=True)
     out.rule("[bold]judgeflow run finished")
     out.print(f"MLflow run id : [bold]{summary['mlflow_run_id']}[/]")
     out.print(f"checkpoint    : {summary.get('checkpoint')}")
-    rows = summary.get("comparison") or []
-    if rows:
-        out.print(comparison_table(rows, "Judge on the validation split (before → after)"))
-    else:
+    tables = summary_tables(summary)
+    for table in tables:
+        out.print(table)
+    if not tables:
         for key, value in sorted(summary.get("metrics", {}).items()):
             out.print(f"  {key:32s} {value:.4f}")
     for decision in (summary.get("registry") or {}).values():

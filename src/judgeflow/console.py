@@ -32,8 +32,11 @@ __all__ = [
     "comparison_rows",
     "comparison_table",
     "evaluation_tables",
+    "plain_text",
     "report_progress",
     "report_stage",
+    "subset_comparison_rows",
+    "summary_tables",
     "terminal_view",
 ]
 
@@ -135,11 +138,72 @@ def comparison_rows(metrics: Mapping[str, float], labels: Sequence[str]) -> list
     return rows
 
 
-def comparison_table(rows: Sequence[Mapping[str, Any]], title: str) -> Table:
+def subset_comparison_rows(
+    metrics: Mapping[str, float], labels: Sequence[str], metric: str
+) -> list[dict[str, Any]]:
+    """`comparison_rows` for one metric per subset (`<label>/subset/<key>/<metric>` keys): a
+    row per subset, in the row's `metric` field, so a run shows where its judge got better
+    (RewardBench2's subsets, the tiny demo's unseen non-answers)."""
+    suffix = f"/{metric}"
+    subsets = sorted(
+        {
+            parts[2]
+            for key in metrics
+            if key.endswith(suffix) and len(parts := key.split("/")) == 4 and parts[1] == "subset"
+        }
+    )
+    rows = []
+    for subset in subsets:
+        values = {
+            label: metrics[key]
+            for label in labels
+            if (key := f"{label}/subset/{subset}/{metric}") in metrics
+        }
+        row: dict[str, Any] = {"metric": subset, **values}
+        known = [v for k, v in values.items() if not k.startswith("champion")]
+        if len(known) >= 2:
+            row["change"] = known[-1] - known[0]
+        rows.append(row)
+    return rows
+
+
+def summary_tables(summary: Mapping[str, Any]) -> list[Table]:
+    """What `judgeflow run` prints at the end of a run (a flow's returned summary): the before →
+    after comparison, and the mode's primary metric per subset when there are several."""
+    from judgeflow.evaluation_metrics import PRIMARY_METRIC
+
+    rows = summary.get("comparison") or []
+    if not rows:
+        return []
+    tables = [comparison_table(rows, "Judge on the validation split (before → after)")]
+    shown = [row["metric"] for row in rows]
+    metric = next((m for m in PRIMARY_METRIC.values() if m in shown), "")
+    labels = [c for c in rows[0] if c not in ("metric", "change")]
+    by_subset = subset_comparison_rows(summary.get("metrics", {}), labels, metric)
+    if len(by_subset) > 1:
+        tables.append(comparison_table(by_subset, f"{metric} by subset", first_column="subset"))
+    return tables
+
+
+def plain_text(tables: Sequence[Table], width: int = 80) -> str:
+    """Tables as `judgeflow run` prints them to a file or pipe (no colour, 80 columns): what
+    the README quotes of a run and what the tests compare with it."""
+    import io
+
+    buffer = io.StringIO()
+    out = Console(file=buffer, width=width, color_system=None, soft_wrap=True)
+    for table in tables:
+        out.print(table)
+    return buffer.getvalue()
+
+
+def comparison_table(
+    rows: Sequence[Mapping[str, Any]], title: str, first_column: str = "metric"
+) -> Table:
     """The before → after comparison as a rich table (figures to 3 decimals)."""
     columns = [c for c in rows[0] if c != "metric"] if rows else []
     table = Table(title=title, title_justify="left")
-    table.add_column("metric")
+    table.add_column(first_column)
     for column in columns:
         table.add_column(column, justify="right")
     for row in rows:

@@ -1,14 +1,24 @@
 """The tiny demo's sample data is what `judgeflow.dev.demo_data` writes, and has the shape the
-demo relies on: disjoint SFT and RL questions, a weak teacher, balanced labels."""
+demo relies on and the README describes: disjoint SFT, RL and validation questions, a weak
+teacher, balanced labels, and validation non-answers phrased as no training row is."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from judgeflow.dev.demo_data import TEACHER_PICKS_B, demo_rows, write_demo_data
+from judgeflow.dev.demo_data import (
+    N_SFT_QUESTIONS,
+    N_VAL_QUESTIONS,
+    SEEN_NON_ANSWERS,
+    TEACHER_PICKS_B,
+    UNSEEN_NON_ANSWERS,
+    demo_rows,
+    write_demo_data,
+)
 
-SAMPLES = Path(__file__).resolve().parents[2] / "src" / "judgeflow" / "samples"
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "src" / "judgeflow" / "samples"
 
 
 def test_shipped_samples_are_exactly_the_generators_output(tmp_path: Path) -> None:
@@ -25,12 +35,24 @@ def _query(row: dict) -> str:
     return row["messages"][0]["content"].split("# Query\n", 1)[1].split("\n# Response", 1)[0]
 
 
-def test_sft_and_rl_questions_are_disjoint_and_the_teacher_is_weak() -> None:
+def _responses(row: dict) -> list[str]:
+    if "output" in row:
+        return [o["answer"]["content"] for o in row["output"]]
+    content = row["messages"][0]["content"]
+    if "# Response A\n" in content:
+        a = content.split("# Response A\n", 1)[1].split("\n# Response B\n", 1)
+        return [a[0], a[1].split("\n# Output Format", 1)[0]]
+    return [content.split("# Response\n", 1)[1].split("\n# Output Format", 1)[0]]
+
+
+def test_sft_rl_and_validation_questions_are_disjoint_and_the_teacher_is_weak() -> None:
     rows = demo_rows()
     for mode in ("pointwise", "pairwise"):
         rl = {_query(r) for r in rows[mode]}
         sft = {_query(r) for r in rows[f"{mode}_sft"]}
-        assert rl and sft and not rl & sft
+        val = {_query(r) for r in rows[f"{mode}_val"]}
+        assert rl and sft and val and not rl & sft and not val & (rl | sft)
+        assert (len(sft), len(val)) == (N_SFT_QUESTIONS, N_VAL_QUESTIONS)
     rl_labels = [r["output"][0]["answer"]["label"]["helpfulness"] for r in rows["pointwise"]]
     assert sorted(set(rl_labels)) == [0, 4] and rl_labels.count(4) == rl_labels.count(0)
     prefs = [r["output"][0]["answer"]["label"]["preference"] for r in rows["pairwise"]]
@@ -51,3 +73,40 @@ def test_grrm_tiny_rows_are_valid_grrm_groups() -> None:
             row = json.loads(line)
             assert len(row["mt_texts"]) == len(row["scores"]) == 2
             assert row["analysis"].startswith(("A ", "B "))
+
+
+def test_unseen_non_answers_are_only_in_validation_and_reported_as_their_own_subset() -> None:
+    rows = demo_rows()
+    first_words = {text.split()[0].strip(",.") for text in SEEN_NON_ANSWERS}
+    assert not first_words & {text.split()[0].strip(",.") for text in UNSEEN_NON_ANSWERS}
+    for mode in ("pointwise", "pairwise"):
+        trained = {t for name in (mode, f"{mode}_sft") for r in rows[name] for t in _responses(r)}
+        assert not trained & set(UNSEEN_NON_ANSWERS)
+        assert set(SEEN_NON_ANSWERS) <= trained
+        val = rows[f"{mode}_val"]
+        by_subset: dict[str, set[str]] = {}
+        for row in val:
+            by_subset.setdefault(row["source"], set()).update(_responses(row))
+        assert by_subset["tinyjudge/unseen-non-answer"] & set(UNSEEN_NON_ANSWERS)
+        assert not by_subset["tinyjudge/seen-non-answer"] & set(UNSEEN_NON_ANSWERS)
+        # a third of the validation rows (pointwise) or pairs (pairwise) is unseen
+        unseen = [r for r in val if r["source"] == "tinyjudge/unseen-non-answer"]
+        assert len(unseen) * 3 == len(val)
+
+
+def test_the_readme_describes_the_data_as_generated() -> None:
+    rows = demo_rows()
+    questions = {_query(r) for name in ("pointwise", "pointwise_sft", "pointwise_val")
+                 for r in rows[name]}  # fmt: skip
+    rl = {_query(r) for r in rows["pointwise"]}
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for said in (
+        f"{len(questions)} short questions",
+        f"RL* (`tinyjudge_<mode>.jsonl`, {len(rl)} questions)",
+        f"SFT* (`tinyjudge_<mode>_sft.jsonl`, {N_SFT_QUESTIONS} questions)",
+        f"(`tinyjudge_<mode>_val.jsonl`, {N_VAL_QUESTIONS} questions",
+        f"drawn from {len(SEEN_NON_ANSWERS)}\n  phrasings",
+        f"one of {len(UNSEEN_NON_ANSWERS)} non-answers",
+        f"only {TEACHER_PICKS_B:.0%} of the pairs",
+    ):
+        assert said in readme, said

@@ -1,16 +1,27 @@
-"""The sample data behind the tiny demo: a judge task a ~0.4M-parameter model can learn on CPU.
+"""The sample data behind the tiny demo: a judge task a ~0.56M-parameter model can learn on CPU.
 
 The shipped `samples/tinyjudge_*.jsonl` files are this module's output (`judgeflow dev
-demo-data DIR` writes them again; a test checks they are identical). Two sets per mode:
+demo-data DIR` writes them again; a test checks they are identical). The questions are split
+three ways, so no question is in two sets:
 
-- **RL rows** (OpenJudge format): short questions, each with a helpful answer (label 4 /
-  preferred) and an unhelpful one (label 0): a refusal, a deflection or an off-topic reply. The
-  cue a judge needs is in the response text, so a tiny model can learn it from the reward.
-- **SFT rows** (OpenJudge SFT `messages` format) on *other* questions, with the verdicts of a
-  weak teacher: pointwise it hedges (mostly 3 for a helpful answer and 1 for an unhelpful one,
-  the 4 or 0 the labels say only 30% of the time), pairwise it favours A (it picks B in only 40% of the pairs where B is
-  better). SFT teaches the output format and this weak judgement; what GRPO adds on top —
-  committing to the extremes, dropping the position bias — only the reward can teach.
+- **RL rows** (OpenJudge format, `tinyjudge_<mode>.jsonl`): short questions, each with a
+  helpful answer (label 4 / preferred) and a non-answer (label 0): an apology, a refusal or a
+  deflection from `SEEN_NON_ANSWERS`. The cue a judge needs is in the response text, so a tiny
+  model can learn it from the reward.
+- **SFT rows** (OpenJudge SFT `messages` format, `tinyjudge_<mode>_sft.jsonl`) with the
+  verdicts of a weak teacher: pointwise it hedges (mostly 3 for a helpful answer and 1 for a
+  non-answer, the 4 or 0 the labels say only 30% of the time), pairwise it favours A (it picks B
+  in only 40% of the pairs where B is better). SFT teaches the output format and this weak
+  judgement; what GRPO adds on top — committing to the extremes, dropping the position bias —
+  only the reward can teach.
+- **Validation rows** (`tinyjudge_<mode>_val.jsonl`, the tiny profile's `data.val_source`): each
+  question with its helpful answer, a non-answer phrased as in training, and one phrased in a
+  way no training or SFT row uses (`UNSEEN_NON_ANSWERS`). Their `source` names the subset
+  (`tinyjudge/helpful`, `tinyjudge/seen-non-answer`, `tinyjudge/unseen-non-answer`), so the
+  evaluation reports how the judge does on phrasings it never saw.
+
+The task is easy on purpose, and `RULES` holds one-line rules that read it from the surface;
+`benchmarks/demo_seeds.py` scores them beside the trained judges.
 
 Everything is seeded; the same code writes the same bytes.
 """
@@ -19,7 +30,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +38,12 @@ from judgeflow.data.templates import render_pairwise, render_pointwise
 
 __all__ = [
     "FILES",
+    "RULES",
+    "SEEN_NON_ANSWERS",
     "TEACHER_COMMITS",
     "TEACHER_PICKS_B",
     "TEACHER_SCORES",
+    "UNSEEN_NON_ANSWERS",
     "demo_rows",
     "write_demo_data",
 ]
@@ -70,18 +84,60 @@ _COLOURS = [
     ("a ripe banana", "yellow"), ("coal", "black"), ("a ripe tomato", "red"),
     ("an orange", "orange"), ("a lemon", "yellow"), ("milk", "white"), ("a pumpkin", "orange"),
 ]  # fmt: skip
+_SOUNDS = [
+    ("cow", "moo"), ("dog", "woof"), ("cat", "meow"), ("duck", "quack"), ("sheep", "baa"),
+    ("owl", "hoot"), ("lion", "roar"), ("snake", "hiss"),
+]  # fmt: skip
+_SIDES = [
+    ("triangle", 3), ("square", 4), ("pentagon", 5), ("hexagon", 6), ("octagon", 8),
+    ("rectangle", 4), ("heptagon", 7), ("decagon", 10),
+]  # fmt: skip
+_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 
-#: Unhelpful answers: they never address the question.
-_UNHELPFUL = [
+#: Non-answers of the training and SFT rows (and of the validation split's "seen" subset):
+#: apologies, refusals and deflections, each opening differently; none addresses the question.
+SEEN_NON_ANSWERS = [
     "Sorry, I cannot help with that.",
-    "Sorry, I don't know.",
-    "Sorry, I am not sure. Please ask someone else.",
-    "Sorry, that is not something I can answer.",
     "Sorry, no idea.",
-    "Sorry, I would rather not say.",
-    "Sorry, why do you want to know?",
-    "Sorry, let us talk about something else.",
+    "I would rather not say.",
+    "Why do you want to know?",
+    "Let us talk about something else.",
+    "Ask someone else, please.",
+    "Honestly, I have no clue.",
+    "No comment.",
+    "Could you ask me something else?",
+    "Good question, but I will pass.",
+    "Hmm, tough to tell.",
+    "Never mind that.",
+    "Well, who can say?",
+    "Not sure, sorry.",
+    "Try searching the internet.",
+    "Beats me.",
+    "Interesting, but I cannot answer.",
+    "Unfortunately I do not know.",
+    "Perhaps another time.",
+    "Whatever you think is fine.",
 ]
+#: Non-answers that only the validation split holds, phrased unlike any training row (no first
+#: word in common with a training non-answer).
+UNSEEN_NON_ANSWERS = [
+    "Nobody really knows.",
+    "Please look it up yourself.",
+    "That is a question for a teacher.",
+    "Maybe. It is tricky to say.",
+    "It depends on many things.",
+    "What a strange question.",
+    "You should already know this.",
+    "My answer would not help you.",
+]
+#: One-line rules that judge this data from its surface: the response -> helpful (True) or not.
+RULES: dict[str, Callable[[str, str], bool]] = {
+    "starts with 'Sorry' -> 0, else 4": lambda query, response: not response.startswith("Sorry"),
+    "shares a word with the query -> 4, else 0": lambda query, response: bool(
+        _words(query) & _words(response)
+    ),
+}
+_STOP_WORDS = {"", "a", "an", "the", "is", "of", "what", "how", "many", "does", "do", "in"}
 _THINK = "Check the response against the principles."
 #: The weak teacher behind the SFT verdicts: true label -> the score it usually gives (a hedge),
 #: and how often it commits to the true label instead.
@@ -89,13 +145,22 @@ TEACHER_SCORES = {4: 3, 0: 1}
 TEACHER_COMMITS = 0.3
 #: How often the teacher picks B when B is the better response (always A when A is).
 TEACHER_PICKS_B = 0.4
+#: Questions held out for the validation split, and those the SFT rows use; RL trains on the rest.
+N_VAL_QUESTIONS = 30
+N_SFT_QUESTIONS = 50
 
 FILES = {
     "pointwise": "tinyjudge_pointwise.jsonl",
     "pairwise": "tinyjudge_pairwise.jsonl",
     "pointwise_sft": "tinyjudge_pointwise_sft.jsonl",
     "pairwise_sft": "tinyjudge_pairwise_sft.jsonl",
+    "pointwise_val": "tinyjudge_pointwise_val.jsonl",
+    "pairwise_val": "tinyjudge_pairwise_val.jsonl",
 }
+
+
+def _words(text: str) -> set[str]:
+    return {w.strip(".,?!").lower() for w in text.split()} - _STOP_WORDS
 
 
 def _questions() -> Iterator[tuple[str, str, str]]:
@@ -126,10 +191,18 @@ def _questions() -> Iterator[tuple[str, str, str]]:
             f"What language is spoken in {country}?",
             f"People in {country} speak {language}.",
         )
+    for animal, sound in _SOUNDS:
+        yield "sounds", f"What sound does a {animal} make?", f"A {animal} says {sound}."
+    for shape, n in _SIDES:
+        yield "shapes", f"How many sides does a {shape} have?", f"A {shape} has {n} sides."
+    for day, after in zip(_DAYS, _DAYS[1:] + _DAYS[:1], strict=True):
+        yield "days", f"What day comes after {day}?", f"The day after {day} is {after}."
     for a, b in [(3, 4), (6, 7), (5, 8), (9, 3), (7, 7), (8, 6)]:
         yield "arithmetic", f"What is {a} times {b}?", f"{a} times {b} is {a * b}."
     for a, b in [(2, 3), (4, 5), (7, 8), (6, 9), (12, 30), (15, 27), (21, 44), (9, 9), (11, 13)]:
         yield "arithmetic", f"What is {a} plus {b}?", f"{a} plus {b} is {a + b}."
+    for a, b in [(9, 4), (15, 7), (20, 8), (12, 5), (30, 12), (17, 9)]:
+        yield "arithmetic", f"What is {a} minus {b}?", f"{a} minus {b} is {a - b}."
 
 
 def _openjudge(query: str, answers: list[tuple[str, dict[str, Any]]], source: str) -> dict:
@@ -143,29 +216,33 @@ def _openjudge(query: str, answers: list[tuple[str, dict[str, Any]]], source: st
     }
 
 
+def _pair(query: str, better_text: str, worse_text: str, better: str, source: str) -> dict:
+    a, b = (better_text, worse_text) if better == "A" else (worse_text, better_text)
+    return _openjudge(query, [(a, {"preference": better}), (b, {"preference": better})], source)
+
+
 def demo_rows(seed: int = 0) -> dict[str, list[dict[str, Any]]]:
-    """The four sample sets, keyed like `FILES`."""
+    """The six sample sets, keyed like `FILES`."""
     rng = random.Random(seed)
     questions = list(_questions())
     rng.shuffle(questions)
-    n_sft = len(questions) // 2  # SFT sees half of the questions; RL never sees those
-    sft_questions, rl_questions = questions[:n_sft], questions[n_sft:]
+    val_questions = questions[:N_VAL_QUESTIONS]
+    sft_questions = questions[N_VAL_QUESTIONS : N_VAL_QUESTIONS + N_SFT_QUESTIONS]
+    rl_questions = questions[N_VAL_QUESTIONS + N_SFT_QUESTIONS :]
 
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in FILES}
     for family, query, helpful in rl_questions:
-        unhelpful = rng.choice(_UNHELPFUL)
+        unhelpful, second = rng.sample(SEEN_NON_ANSWERS, k=2)
         source = f"tinyjudge/{family}"
         for text, score in ((helpful, 4), (unhelpful, 0)):
             out["pointwise"].append(_openjudge(query, [(text, {"helpfulness": score})], source))
-        # Two pairs per question (two unhelpful answers), the helpful one first in one and
-        # second in the other: balanced with or without prepare's position balancing.
-        second = rng.choice([u for u in _UNHELPFUL if u != unhelpful])
-        for a, b, better in ((helpful, unhelpful, "A"), (second, helpful, "B")):
-            pair = [(a, {"preference": better}), (b, {"preference": better})]
-            out["pairwise"].append(_openjudge(query, pair, source))
+        # Two pairs per question (two non-answers), the helpful one first in one and second in
+        # the other: balanced with or without prepare's position balancing.
+        out["pairwise"].append(_pair(query, helpful, unhelpful, "A", source))
+        out["pairwise"].append(_pair(query, helpful, second, "B", source))
     for _, query, helpful in sft_questions:
-        unhelpful = rng.choice(_UNHELPFUL)
-        # The weak teacher hedges: mostly 3 for a helpful answer, 1 for an unhelpful one.
+        unhelpful = rng.choice(SEEN_NON_ANSWERS)
+        # The weak teacher hedges: mostly 3 for a helpful answer, 1 for a non-answer.
         for text, label in ((helpful, 4), (unhelpful, 0)):
             score = label if rng.random() < TEACHER_COMMITS else TEACHER_SCORES[label]
             verdict = f"<think>{_THINK}</think><score>{score}</score>"
@@ -175,6 +252,25 @@ def demo_rows(seed: int = 0) -> dict[str, list[dict[str, Any]]]:
             said = better if better == "A" or rng.random() < TEACHER_PICKS_B else "A"
             verdict = f"<think>{_THINK}</think><better>{said}</better>"
             out["pairwise_sft"].append(_messages(render_pairwise(query, first, second), verdict))
+    for _, query, helpful in val_questions:
+        seen, second = rng.sample(SEEN_NON_ANSWERS, k=2)
+        unseen = rng.choice(UNSEEN_NON_ANSWERS)
+        for text, score, subset in (
+            (helpful, 4, "helpful"),
+            (seen, 0, "seen-non-answer"),
+            (unseen, 0, "unseen-non-answer"),
+        ):
+            row = _openjudge(query, [(text, {"helpfulness": score})], f"tinyjudge/{subset}")
+            out["pointwise_val"].append(row)
+        # A third of the pairs have an unseen non-answer, as a third of the pointwise rows do.
+        # One order each; prepare writes every validation pair in both A/B orders.
+        for worse, subset in (
+            (seen, "seen-non-answer"),
+            (second, "seen-non-answer"),
+            (unseen, "unseen-non-answer"),
+        ):
+            better = rng.choice("AB")
+            out["pairwise_val"].append(_pair(query, helpful, worse, better, f"tinyjudge/{subset}"))
     return out
 
 

@@ -1,0 +1,258 @@
+"""The demo's figures, as a user gets them: the README quotes nothing else about the tiny runs.
+
+    .venv/bin/python benchmarks/demo.py tables     # the two tiny runs' tables (about 5 min)
+    .venv/bin/python benchmarks/demo.py seeds      # data.seed 1, 2, 3 x both modes (about 20 min)
+    .venv/bin/python benchmarks/demo.py rules      # what one-line rules score on the demo data
+
+Every run is `judgeflow run grpo-<mode> --profile tiny [--set data.seed=S]` as a subprocess in
+a fresh JUDGEFLOW_HOME (a temp dir; the tiny model built as `make demo`'s bootstrap builds it),
+with nothing from the caller's environment pointing it at other services.
+
+- `tables` writes what the two runs print, from the table's title to the last `registered` line,
+  to benchmarks/results/demo-<mode>.txt; the README's quickstart shows these files and
+  tests/test_quickstart.py (pointwise, `make demo` itself) and tests/flows/test_judge_grpo_flow.py
+  (pairwise) check that today's runs print the same tables.
+- `seeds` writes benchmarks/results/demo-seeds.json: per mode and seed the SFT model's and the
+  GRPO judge's figures on the validation split (overall and per subset), and whether GRPO met
+  the demo's bar (reward_mean at least `MIN_GAIN` above SFT, format failures at most
+  `MAX_FORMAT_FAILURES`). A benchmark, not a test: it takes twenty minutes.
+- `rules` writes benchmarks/results/demo-rules.json: `judgeflow.dev.demo_data.RULES` scored by
+  the evaluation's own metric code on the validation files (overall and per subset).
+
+benchmarks/readme.py renders the README's regions from these files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import re
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pipeline import _env
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+BIN = Path(sys.executable).parent
+MODES = ("pointwise", "pairwise")
+SEEDS = (1, 2, 3)
+#: The demo's bar for GRPO, per seed and mode (issue 17).
+MIN_GAIN = 0.15
+MAX_FORMAT_FAILURES = 0.10
+#: What `tables` keeps of a run's output: the comparison table(s) and the registry's decisions.
+_TABLES = re.compile(r"^Judge on the validation split.*?(?=^\s*$|^Open the UIs)", re.M | re.S)
+_RUN_ID = re.compile(r"MLflow run id : (\w+)")
+
+
+def _machine() -> dict[str, Any]:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version()}
+
+
+def _commit() -> str:
+    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def run_tiny(home: Path, mode: str, sets: Sequence[str] = ()) -> tuple[str, dict[str, float]]:
+    """Run the tiny profile in `home` and return its output and the run's MLflow metrics."""
+    if not (home / "tiny-model" / "config.json").exists():
+        subprocess.run(
+            [BIN / "judgeflow", "dev", "tiny-model", str(home / "tiny-model")],
+            env=_env(home),
+            check=True,
+            capture_output=True,
+        )
+    command = [str(BIN / "judgeflow"), "run", f"grpo-{mode}", "--profile", "tiny"]
+    for item in sets:
+        command += ["--set", item]
+    proc = subprocess.run(
+        command, env=_env(home), capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
+    output = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{output[-4000:]}")
+    run_id = _RUN_ID.search(output)
+    if run_id is None:
+        raise RuntimeError(f"{' '.join(command)} printed no MLflow run id:\n{output[-4000:]}")
+    db = sqlite3.connect(f"file:{home / 'mlflow.db'}?mode=ro", uri=True)
+    try:
+        rows = db.execute(
+            "SELECT key, value FROM latest_metrics WHERE run_uuid = ?", (run_id.group(1),)
+        ).fetchall()
+    finally:
+        db.close()
+    return output, dict(rows)
+
+
+def printed_tables(output: str) -> str:
+    """The part of a run's output the README shows: the tables and the registry's decisions."""
+    found = _TABLES.search(output)
+    if found is None:
+        raise ValueError("the output has no 'Judge on the validation split' table")
+    return found.group(0).rstrip() + "\n"
+
+
+def tables() -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    seconds = {}
+    for mode in MODES:
+        with tempfile.TemporaryDirectory(prefix="jf-demo-") as tmp:
+            started = time.monotonic()
+            output, _ = run_tiny(Path(tmp), mode)
+            seconds[mode] = round(time.monotonic() - started, 1)
+            text = printed_tables(output)
+            parameters = _parameters(Path(tmp) / "tiny-model")
+        path = RESULTS / f"demo-{mode}.txt"
+        path.write_text(text, encoding="utf-8")
+        print(f"{path.relative_to(REPO)} ({seconds[mode]:.0f} s)\n{text}")
+    _write(
+        "demo-tables.json",
+        {
+            "command": "benchmarks/demo.py tables",
+            "seconds": seconds,  # each run, after the tiny model was built
+            "tiny_model_parameters": parameters,
+        },
+    )
+
+
+def _parameters(model_dir: Path) -> int:
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    return sum(p.numel() for p in model.parameters())
+
+
+def _figures(metrics: dict[str, float], label: str) -> dict[str, Any]:
+    prefix = f"{label}/"
+    overall = {
+        k.removeprefix(prefix): v
+        for k, v in metrics.items()
+        if k.startswith(prefix) and "/" not in k.removeprefix(prefix)
+    }
+    subsets: dict[str, dict[str, float]] = {}
+    for key, value in metrics.items():
+        if key.startswith(f"{prefix}subset/"):
+            subset, name = key.removeprefix(f"{prefix}subset/").rsplit("/", 1)
+            subsets.setdefault(subset, {})[name] = value
+    return {"overall": overall, "subsets": subsets}
+
+
+def seeds(selected_modes: Sequence[str], selected_seeds: Sequence[int]) -> None:
+    runs = []
+    started = time.monotonic()
+    for mode in selected_modes:
+        for seed in selected_seeds:
+            t0 = time.monotonic()
+            with tempfile.TemporaryDirectory(prefix="jf-seed-") as tmp:
+                _, metrics = run_tiny(Path(tmp), mode, [f"data.seed={seed}"])
+            sft, after = _figures(metrics, "sft"), _figures(metrics, "after")
+            gain = after["overall"]["reward_mean"] - sft["overall"]["reward_mean"]
+            ok = gain >= MIN_GAIN and after["overall"]["format_failure_rate"] <= MAX_FORMAT_FAILURES
+            seconds = round(time.monotonic() - t0, 1)
+            runs.append({"mode": mode, "seed": seed, "sft": sft, "after": after,
+                         "reward_gain": gain, "meets_bar": ok, "seconds": seconds})  # fmt: skip
+            print(f"{mode} seed {seed}: reward {sft['overall']['reward_mean']:.3f} -> "
+                  f"{after['overall']['reward_mean']:.3f} ({gain:+.3f}), format failures "
+                  f"{after['overall']['format_failure_rate']:.3f}: "
+                  f"{'meets' if ok else 'MISSES'} the bar", flush=True)  # fmt: skip
+    _write(
+        "demo-seeds.json",
+        {
+            "command": "benchmarks/demo.py seeds",
+            "bar": {"min_reward_gain": MIN_GAIN, "max_format_failure_rate": MAX_FORMAT_FAILURES},
+            "runs": runs,
+            "seconds": round(time.monotonic() - started, 1),
+        },
+    )
+
+
+def rules() -> None:
+    """Each rule as a judge: its verdicts go through the evaluation's own scoring."""
+    from judgeflow.data import prepare_judge
+    from judgeflow.dev.demo_data import RULES
+    from judgeflow.evaluation import evaluation_rows, judge_rows, read_rows
+    from judgeflow.evaluation_metrics import summarise
+    from judgeflow.samples import sample_path
+
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="jf-rules-") as tmp:
+        for mode in MODES:
+            val = Path(tmp) / f"{mode}.parquet"
+            prepare_judge(mode, [sample_path(f"tinyjudge_{mode}_val.jsonl")], val,
+                          both_orders=mode == "pairwise")  # fmt: skip
+            rows = evaluation_rows(mode, read_rows(val))
+            for name, helpful in RULES.items():
+                completions = [_rule_verdict(mode, row, helpful) for row in rows]
+                metrics, details = summarise(mode, judge_rows(mode, rows, completions), 1)
+                out.setdefault(name, {})[mode] = {
+                    "overall": {k.removeprefix("eval/"): v for k, v in metrics.items()
+                                if "/subset/" not in k},
+                    "subsets": {s["subset"]: s for s in details["subsets"]},
+                }  # fmt: skip
+    _write("demo-rules.json", {"command": "benchmarks/demo.py rules", "rules": out})
+
+
+def _rule_verdict(mode: str, row: dict[str, Any], helpful: Any) -> str:
+    """The rule's verdict on an evaluation row, written as the judge writes one."""
+    from judgeflow.data.templates import parse_pairwise, parse_pointwise
+
+    content = row["prompt"][-1]["content"]
+    if mode == "pointwise":
+        query, response = parse_pointwise(content) or ("", "")
+        score = 4 if helpful(query, response) else 0
+        return f"<think>rule</think><score>{score}</score>"
+    query, response_a, response_b = parse_pairwise(content) or ("", "", "")
+    a, b = helpful(query, response_a), helpful(query, response_b)
+    return f"<think>rule</think><better>{'B' if b and not a else 'A'}</better>"
+
+
+def _write(name: str, payload: dict[str, Any]) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "git_commit": _commit(),
+        "machine": _machine(),
+        **payload,
+    }
+    path = RESULTS / name
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    print(f"wrote {path.relative_to(REPO)}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=("tables", "seeds", "rules"))
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
+    args = parser.parse_args(argv)
+    if args.what == "tables":
+        tables()
+    elif args.what == "seeds":
+        seeds(args.modes, args.seeds)
+    else:
+        rules()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
