@@ -127,7 +127,7 @@ def demo_seeds_table(source: Path) -> str:
     ]
     for run in results["runs"]:
         sft, after, metric = run["sft"], run["after"], primary[run["mode"]]
-        unseen = "tinyjudge_unseen_non_answer"
+        unseen = "tinyjudge_unseen-non-answer"
         lines.append(
             f"| {run['mode']} | {run['seed']} "
             f"| {sft['overall']['reward_mean']:.3f} → {after['overall']['reward_mean']:.3f} "

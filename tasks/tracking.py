@@ -60,6 +60,10 @@ def record_data(cfg: RunConfig, run_id: str, manifest: Manifest, data: stages.Pr
     counts = data.report["counts"]
     examples = counts["examples_written"]
     rows = counts.get("rows_written", examples)  # pairwise validation: two rows per example
+    if val_source := data.report.get("val_source"):  # data.val_source: its rows are the split
+        val_counts = val_source["counts"]
+        examples = {**examples, "val": sum(val_counts["examples_written"].values())}
+        rows = {**rows, "val": sum(val_counts.get("rows_written", val_counts["examples_written"]).values())}  # fmt: skip
     dropped = data.report["dropped"]["by_reason"]
     duplicates = _duplicate_counts(data.report.get("duplicates") or {})
     tracker.log_metrics(

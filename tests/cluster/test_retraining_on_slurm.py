@@ -62,7 +62,8 @@ def test_second_run_on_unchanged_data_submits_no_slurm_job(
     print(f"second run (nothing changed): {time.monotonic() - start:.1f}s")
 
     assert second["stages"] == {
-        "download": "cached", "prepare": "cached", "train": "cached", "register[final]": "cached"
+        "download": "cached", "download[val]": "cached", "prepare": "cached", "train": "cached",
+        "register[final]": "cached"
     }  # fmt: skip
     assert second["checkpoint"] == first["checkpoint"]
     assert _jobs(slurm_cluster, "judgeflow-train", since) == []  # no job at all

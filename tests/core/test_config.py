@@ -65,6 +65,7 @@ def test_tiny_profile_points_at_home_and_mode_sample(tmp_path, monkeypatch) -> N
     assert cfg.resolved_engine == "trl"
     # The judge recipes' own tiny profile turns the SFT warm start on, with its mode's sample.
     assert cfg.sft.enabled and cfg.sft.source == "sample://tinyjudge_pairwise_sft.jsonl"
+    assert cfg.data.val_source == "sample://tinyjudge_pairwise_val.jsonl"
     assert cfg.storage.root == str(tmp_path / "artifacts")  # a default, expanded too
 
 
@@ -195,6 +196,7 @@ def test_recipe_base_and_own_profile_section(tmp_path, monkeypatch) -> None:
     assert tiny.data.source == "sample://grrm_tiny" and tiny.engine == "trl"
     assert tiny.sft.deepspeed is None and tiny.cluster.backend == "local"
     assert tiny.model.path == str(tmp_path / "tiny-model")
+    assert tiny.data.val_source is None  # the judges' validation file is theirs alone
 
 
 def test_recipe_base_loop_is_an_error(tmp_path) -> None:

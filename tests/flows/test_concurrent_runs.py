@@ -35,6 +35,8 @@ def test_two_runs_at_once_share_cached_stages_and_keep_their_own_results(
         return [
             f"tracking.tracking_uri={mlflow_server}",
             f"data.source={sample_source.as_uri()}",
+            "data.val_source=null",  # validate on a split of that source
+            "data.val_fraction=0.25",
             "sft.enabled=false",
             # The evaluation before training takes seconds (8 sampled verdicts per row): the
             # later run reaches it while the earlier one is still computing it.

@@ -128,7 +128,7 @@ def test_two_runs_a_champion_a_challenger_and_evaluating_the_champion(
     assert weak_run.data.tags["judgeflow.decontamination.after"] == "checked"
 
     # 3. `judgeflow evaluate` on the champion, as a user runs it.
-    val_file = next(judgeflow_home.glob("artifacts/prepared/*/pointwise.val.parquet"))
+    val_file = next(judgeflow_home.glob("artifacts/prepared/*/val_source/pointwise.parquet"))
     held_out = _judgeflow(
         "evaluate", f"models:/{NAME}@champion", "--data", str(val_file),
         "--output", str(judgeflow_home / "eval-val"), home=judgeflow_home, tracking=tracking,

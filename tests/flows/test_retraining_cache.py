@@ -39,6 +39,8 @@ def test_unchanged_data_reuses_every_stage_and_changes_rerun_only_what_depends_o
             overrides=[
                 f"tracking.tracking_uri={mlflow_server}",
                 f"data.source={sample_source.as_uri()}",
+                "data.val_source=null",  # validate on a split of that source
+                "data.val_fraction=0.25",
                 "evaluation.enabled=false",
                 "grpo.max_steps=4",
                 *extra,

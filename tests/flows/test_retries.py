@@ -69,6 +69,8 @@ def _overrides(mlflow_server: str, source: str) -> list[str]:
     return [
         f"tracking.tracking_uri={mlflow_server}",
         f"data.source={source}",
+        "data.val_source=null",  # validate on a split of that source
+        "data.val_fraction=0.25",
         "evaluation.enabled=false",
         "grpo.max_steps=1",
         "sft.enabled=false",

@@ -38,8 +38,11 @@ def test_a_whole_run_on_s3_then_an_unchanged_run_trains_nothing(
 
     published = {k.rsplit("/", 1)[0] for k in fs.find("jf-e2e/store") if k.endswith(STORE_MANIFEST)}
     kinds = sorted(k.split("/")[2] for k in published)
-    # sources: RL + SFT data; prepared: RL + SFT rows; runs: the SFT model and the GRPO model
-    assert kinds == ["prepared", "prepared", "runs", "runs", "sources", "sources"], published
+    # sources: RL, validation and SFT data; prepared: RL (with validation) + SFT rows; runs: the
+    # SFT model and the GRPO model
+    assert kinds == ["prepared", "prepared", "runs", "runs", "sources", "sources", "sources"], (
+        published
+    )
     assert f"s3://{sorted(p for p in published if p.endswith('/final'))[0]}" == first["checkpoint"]
 
     tags = MlflowClient(mlflow_server).get_run(first["mlflow_run_id"]).data.tags
