@@ -10,9 +10,11 @@ pipeline's own evaluations all find the same lineage.
 
 Every check ends in one of three statuses (`Overlap.status`), recorded beside the metrics:
 `checked` (no scored row was trained on), `overlap-allowed` (some were, and
-`evaluation.allow_overlap` scored them: the numbers are inflated and kept apart from clean
-ones) and `unchecked` (the model has no lineage file: a base model from the Hub, the tiny random
-model, or weights stripped of it; nothing is known, which must never read as "0 overlap").
+`evaluation.allow_overlap` scored them: the numbers are inflated) and `unchecked` (the model has
+no lineage file: a base model from the Hub, the tiny random model, or weights stripped of it;
+nothing is known, which must never read as "0 overlap"). Only checked numbers keep the evaluation
+set's own key (`eval_set_for`): the others go under `<set>-overlap` and `<set>-unchecked`, so the
+registry never compares them with checked ones.
 """
 
 from __future__ import annotations
@@ -37,9 +39,11 @@ __all__ = [
     "Lineage",
     "Overlap",
     "check_overlap",
+    "eval_set_for",
     "file_prompt_hashes",
     "overlap_set",
     "read_lineage",
+    "unchecked_set",
     "write_lineage",
 ]
 
@@ -54,12 +58,28 @@ OVERLAP_ALLOWED = "overlap-allowed"
 UNCHECKED = "unchecked"
 STATUSES = (CHECKED, OVERLAP_ALLOWED, UNCHECKED)
 OVERLAP_SET_SUFFIX = "-overlap"
+UNCHECKED_SET_SUFFIX = "-unchecked"
 
 
 def overlap_set(eval_set: str) -> str:
     """The evaluation-set key of numbers measured with overlap allowed: never the clean set's,
     so the registry never compares them with clean numbers."""
     return eval_set if eval_set.endswith(OVERLAP_SET_SUFFIX) else eval_set + OVERLAP_SET_SUFFIX
+
+
+def unchecked_set(eval_set: str) -> str:
+    """The evaluation-set key of numbers measured on a model without lineage: it may have
+    trained on those rows, so they are never compared with checked numbers either."""
+    return eval_set if eval_set.endswith(UNCHECKED_SET_SUFFIX) else eval_set + UNCHECKED_SET_SUFFIX
+
+
+def eval_set_for(eval_set: str, status: str) -> str:
+    """Where numbers whose check found `status` are kept: `eval_set` itself only when checked."""
+    if status == OVERLAP_ALLOWED:
+        return overlap_set(eval_set)
+    if status == UNCHECKED:
+        return unchecked_set(eval_set)
+    return eval_set
 
 
 class ContaminationError(DataError):

@@ -6,8 +6,8 @@ exactly as the pipeline prepares its validation split (pairwise: both orders). T
 lineage decides what it may be scored on (`judgeflow.decontamination`); what the check found
 (checked, overlap-allowed, unchecked) is printed and tagged. The result goes to an MLflow run of
 its own, and onto the registered version, so a later gate can compare with it: numbers measured
-with `--allow-overlap` on rows the version trained on go under their own evaluation set, where
-no gate compares them with clean ones.
+with `--allow-overlap` on rows the version trained on, or on weights without lineage
+(unchecked), go under evaluation sets of their own, where no gate compares them with checked ones.
 """
 
 from __future__ import annotations
@@ -216,7 +216,7 @@ def _log(
     tracker.log_metrics(evaluation.metrics)
     for path in paths:
         tracker.log_artifact(path, "plots" if path.suffix == ".png" else "eval")
-    if version and eval_set:  # an overlap-allowed set is its own (`overlap_set`): kept apart
+    if version and eval_set:  # overlap-allowed, unchecked: sets of their own (`eval_set_for`)
         name, number = version.rsplit("/", 1)
         bare = {k.removeprefix("eval/"): v for k, v in evaluation.metrics.items()}
         ModelRegistry(cfg.tracking.tracking_uri).record_evaluation(name, number, eval_set, bare)

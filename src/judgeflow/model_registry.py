@@ -10,9 +10,10 @@ version's `judgeflow.model_uri` tag.
 Each version records its metrics per evaluation set (`judgeflow.eval.<set>`: JSON), where a
 set is the evaluation data's content hash plus the evaluation settings. Two versions are
 compared only on the same set; the pipeline evaluates the champion on a new set when it has to.
-Numbers measured on rows the model trained on (`evaluation.allow_overlap`) live under a set of
-their own (`judgeflow.decontamination.overlap_set`), so they never meet clean ones, and they
-never promote a version unless forced. A champion whose weights cannot be found is an error
+Numbers measured on rows the model trained on (`evaluation.allow_overlap`) or on a model without
+lineage (`unchecked`: what it trained on is unknown) live under sets of their own
+(`judgeflow.decontamination.eval_set_for`), so they never meet checked ones, and they never
+promote a version unless forced. A champion whose weights cannot be found is an error
 (`ChampionNotFoundError`), not a vacancy: with a shared MLflow and machine-local stores, another
 machine's champion looks gone from here.
 """
@@ -33,7 +34,13 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from judgeflow.data.io import is_url
-from judgeflow.decontamination import OVERLAP_ALLOWED, overlap_set
+from judgeflow.decontamination import (
+    LINEAGE_FILE,
+    OVERLAP_ALLOWED,
+    UNCHECKED,
+    overlap_set,
+    unchecked_set,
+)
 from judgeflow.tracking import resolve_tracking_uri
 
 __all__ = [
@@ -128,20 +135,31 @@ def decide(
     margin: float,
     force: bool,
     name: str,
-    overlap: bool = False,
+    decontamination: str | None = None,
 ) -> tuple[bool, str]:
     """(promote?, why). The first version of a model becomes champion; later ones only when
     `value` beats the champion's value on the same evaluation by more than `margin`. A value
-    measured on rows the model trained on (`overlap`) promotes nothing, first version included;
-    `force` promotes whatever the numbers say."""
+    whose contamination check (`decontamination`) found rows the model trained on
+    (`overlap-allowed`) or could not look (`unchecked`: no lineage) promotes nothing, first
+    version included; `force` promotes whatever the numbers say."""
     shown = "–" if value is None else f"{value:.4f}"
-    if overlap and not force:
+    if decontamination == OVERLAP_ALLOWED and not force:
         return False, (
             f"kept as challenger: its {metric} {shown} was measured on evaluation rows it "
             "trained on (evaluation.allow_overlap), and such numbers never promote a version; "
             "evaluate it on held-out data, or promote it with register.force=true"
         )
-    measured = " (measured with overlap allowed)" if overlap else ""
+    if decontamination == UNCHECKED and not force:
+        return False, (
+            f"kept as challenger: its {metric} {shown} is unchecked: the model has no lineage "
+            f"file ({LINEAGE_FILE}), so it may have trained on these evaluation rows, and such "
+            "numbers never promote a version; register weights that carry their lineage, or "
+            "promote it with register.force=true"
+        )
+    measured = {
+        OVERLAP_ALLOWED: " (measured with overlap allowed)",
+        UNCHECKED: " (unchecked: the model has no lineage)",
+    }.get(decontamination or "", "")
     if champion is None:
         return True, f"first version of {name}: becomes champion ({metric} {shown}{measured})"
     against = (
@@ -286,10 +304,11 @@ class ModelRegistry:
         is found again) and decide whether `champion` moves to it.
 
         `evaluation` holds this model's metrics on `eval_set` (bare names: `exact_match`) and
-        `decontamination` what its contamination check found (`overlap-allowed` numbers never
-        promote unless `force`). `champion_evaluation` is the champion's, just measured by the
-        caller, on `champion_eval_set` (default `eval_set`; its overlap set when the champion
-        trained on some of the rows: kept, never compared). `champion_gone`: the champion's
+        `decontamination` what its contamination check found (`overlap-allowed` and `unchecked`
+        numbers never promote unless `force`). `champion_evaluation` is the champion's, just
+        measured by the caller, on `champion_eval_set` (default `eval_set`; its overlap or
+        unchecked set when the champion trained on some of the rows or has no lineage: kept,
+        never compared). `champion_gone`: the champion's
         weights were not found, an error (`ChampionNotFoundError`) unless `force`. `note` is
         added to the recorded reason. The caller holds the model's lock from the champion's
         lookup to here (tasks/register.py), so the champion cannot change in between.
@@ -305,27 +324,21 @@ class ModelRegistry:
         if champion is not None:
             measured = champion_evaluation if champion_set == eval_set else None
             champion_value = (measured or champion.evaluation(eval_set) or {}).get(metric)
-            unclean = self._overlap_numbers(champion, eval_set, champion_set, champion_evaluation)
-            if champion_value is None and unclean and unclean.get(metric) is not None:
-                notes.append(
-                    f"(champion v{champion.version} trained on "
-                    f"{int(unclean.get('overlap_rows', 0))} of these evaluation prompts: its "
-                    f"{metric} here, {unclean[metric]:.4f}, was measured with overlap allowed "
-                    "and is not compared with clean numbers)"
-                )
+            if champion_value is None:
+                notes += self._apart(champion, metric, eval_set, champion_set, champion_evaluation)
             if champion_gone:  # forced past it
                 notes.append(f"(champion v{champion.version}'s weights were not found)")
         value = (evaluation or {}).get(metric)
-        overlap = decontamination == OVERLAP_ALLOWED
+        unclean = decontamination in (OVERLAP_ALLOWED, UNCHECKED)
         promoted, reason = decide(
             metric, value, champion, champion_value, margin=margin, force=force, name=name,
-            overlap=overlap,
+            decontamination=decontamination,
         )  # fmt: skip
         if champion is not None and existing is not None and champion.version == existing.version:
             promoted, reason = True, f"already champion: {existing.ref}"
         if champion is not None:
             reason = " ".join([reason, *notes])
-        forced = force and (champion is not None or overlap)
+        forced = force and (champion is not None or unclean)
         info = existing or self._create(name, model_uri, run_id, mode, tags, description)
         version = info.version
         decision_tags = {
@@ -362,18 +375,37 @@ class ModelRegistry:
         )
 
     @staticmethod
-    def _overlap_numbers(
+    def _apart(
         champion: VersionInfo,
+        metric: str,
         eval_set: str | None,
         champion_set: str | None,
         champion_evaluation: Mapping[str, float] | None,
-    ) -> Mapping[str, float] | None:
-        """The champion's numbers on `eval_set`'s rows measured with overlap allowed, if any."""
+    ) -> list[str]:
+        """Why the champion's numbers on `eval_set`'s rows, if it has some measured with overlap
+        allowed or unchecked (no lineage), are not compared: a note for the reason."""
         if not eval_set:
-            return None
-        if champion_evaluation and champion_set == overlap_set(eval_set):
-            return champion_evaluation
-        return champion.evaluation(overlap_set(eval_set))
+            return []
+        notes = []
+        for apart in (overlap_set(eval_set), unchecked_set(eval_set)):
+            numbers = (
+                champion_evaluation if champion_set == apart else None
+            ) or champion.evaluation(apart)
+            if not numbers or numbers.get(metric) is None:
+                continue
+            shown = f"its {metric} here, {numbers[metric]:.4f},"
+            if apart == overlap_set(eval_set):
+                notes.append(
+                    f"(champion v{champion.version} trained on "
+                    f"{int(numbers.get('overlap_rows', 0))} of these evaluation prompts: {shown} "
+                    "was measured with overlap allowed and is not compared with clean numbers)"
+                )
+            else:
+                notes.append(
+                    f"(champion v{champion.version} has no lineage file, so what it trained on is "
+                    f"unknown: {shown} is unchecked and is not compared with checked numbers)"
+                )
+        return notes
 
     def version_url(self, name: str, version: str) -> str | None:
         uri = str(self.tracking_uri)

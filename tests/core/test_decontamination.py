@@ -1,5 +1,6 @@
 """A model's lineage file, the refusal to score it on prompts it trained on, and what every
-evaluation says about the check: checked, overlap-allowed (kept apart) or unchecked (never 0)."""
+evaluation says about the check: checked, overlap-allowed or unchecked (both kept apart; an
+unchecked count is never 0)."""
 
 from __future__ import annotations
 
@@ -23,12 +24,15 @@ from judgeflow.decontamination import (
     CHECKED,
     LINEAGE_FILE,
     OVERLAP_ALLOWED,
+    STATUSES,
     UNCHECKED,
     ContaminationError,
     check_overlap,
+    eval_set_for,
     file_prompt_hashes,
     overlap_set,
     read_lineage,
+    unchecked_set,
     write_lineage,
 )
 from judgeflow.model_registry import ModelRegistry
@@ -136,9 +140,17 @@ def test_each_check_says_what_it_found(tmp_path: Path) -> None:
     )
 
 
-def test_overlap_numbers_have_their_own_evaluation_set() -> None:
+def test_overlap_and_unchecked_numbers_have_their_own_evaluation_sets() -> None:
     assert overlap_set("0123abcd") == "0123abcd-overlap"
     assert overlap_set(overlap_set("0123abcd")) == "0123abcd-overlap"  # marked once
+    assert unchecked_set("0123abcd") == "0123abcd-unchecked"
+    assert unchecked_set(unchecked_set("0123abcd")) == "0123abcd-unchecked"
+    sets = {status: eval_set_for("0123abcd", status) for status in STATUSES}
+    assert sets == {
+        CHECKED: "0123abcd",  # only checked numbers keep the set's own key
+        OVERLAP_ALLOWED: "0123abcd-overlap",
+        UNCHECKED: "0123abcd-unchecked",
+    }
 
 
 @pytest.fixture
@@ -187,10 +199,12 @@ def test_the_evaluation_stage_records_the_status_beside_the_count(
     stripped = evaluate_stage(cfg, str(model), _data(train))
     assert stripped["details"]["decontamination"] == UNCHECKED
     assert "eval/overlap_rows" not in stripped["metrics"]  # unknown, not 0
-    assert stripped["details"]["eval_set"] == evaluation_set(cfg, train)
+    # Its own evaluation set too: it may have trained on these rows (it did), so no gate
+    # compares these numbers with checked ones.
+    assert stripped["details"]["eval_set"] == unchecked_set(evaluation_set(cfg, train))
 
 
-def test_judgeflow_evaluate_says_unchecked_and_keeps_overlap_numbers_apart(
+def test_judgeflow_evaluate_says_unchecked_and_keeps_overlap_and_unchecked_numbers_apart(
     trained: tuple[Path, Path, Path], mlflow_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`judgeflow evaluate` as a user runs it, against a real MLflow server."""
@@ -235,6 +249,31 @@ def test_judgeflow_evaluate_says_unchecked_and_keeps_overlap_numbers_apart(
     run = _latest_evaluation(client)
     assert run.data.tags["judgeflow.decontamination"] == UNCHECKED
     assert "eval/exact_match" in run.data.metrics and "eval/overlap_rows" not in run.data.metrics
+
+    # The registered version whose weights lost their lineage, evaluated on its own training
+    # rows: unchecked, so its numbers go onto the version under the unchecked set, never the
+    # clean one a later gate compares with.
+    version = CliRunner().invoke(
+        app, [*evaluate[:1], f"models:/{name}/1", *evaluate[1:],
+              "--output", str(model.parent / "version-stripped")],
+    )  # fmt: skip
+    assert version.exit_code == 0, version.output
+    assert "overlap   : unchecked" in version.output
+    run = _latest_evaluation(client)
+    assert run.data.tags["judgeflow.eval_set"] == unchecked_set(clean_set)
+    kept = client.get_model_version(name, "1").tags
+    assert f"judgeflow.eval.{unchecked_set(clean_set)}" in kept
+    assert f"judgeflow.eval.{clean_set}" not in kept
+    # v1 is the champion (registered first, without numbers); a later version measured clean
+    # on that set is not weighed against v1's unchecked numbers, and the reason says so.
+    later = registry.register(
+        name=name, model_uri=str(model.parent / "later"), mode="pointwise",
+        run_id=client.create_run(experiment).info.run_id, metric="exact_match",
+        evaluation={"exact_match": 0.0}, eval_set=clean_set, decontamination=CHECKED, tags={},
+        description="",
+    )  # fmt: skip
+    assert not later.promoted and later.champion_value is None
+    assert "champion v1 has no lineage file" in later.reason
 
 
 def _latest_evaluation(client: MlflowClient):  # type: ignore[no-untyped-def]

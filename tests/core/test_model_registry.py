@@ -1,17 +1,28 @@
 """The champion gate, against a real `mlflow server`: versions, aliases, tags, idempotence;
-overlap-allowed numbers kept apart and never promoting; a champion whose weights are missing."""
+overlap-allowed and unchecked numbers kept apart and never promoting; a champion whose weights
+are missing."""
 
 from __future__ import annotations
 
 import shutil
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mlflow.tracking import MlflowClient
 
 from judgeflow.config import load_config
-from judgeflow.decontamination import CHECKED, OVERLAP_ALLOWED, overlap_set
+from judgeflow.data import prepare_judge
+from judgeflow.decontamination import (
+    CHECKED,
+    LINEAGE_FILE,
+    OVERLAP_ALLOWED,
+    UNCHECKED,
+    overlap_set,
+    unchecked_set,
+    write_lineage,
+)
 from judgeflow.model_registry import (
     CHAMPION,
     ChampionNotFoundError,
@@ -20,7 +31,9 @@ from judgeflow.model_registry import (
     VersionInfo,
     decide,
 )
-from judgeflow.stages.register import champion_to_measure, register_stage
+from judgeflow.samples import sample_path
+from judgeflow.stages import PreparedData, evaluate_stage
+from judgeflow.stages.register import champion_config, champion_to_measure, register_stage
 
 
 def _champion(version: str = "1") -> VersionInfo:
@@ -67,19 +80,37 @@ def test_the_first_version_becomes_champion() -> None:
 
 
 @pytest.mark.parametrize("champion", [None, _champion()])
-def test_numbers_measured_with_overlap_promote_only_when_forced(
-    champion: VersionInfo | None,
+@pytest.mark.parametrize(
+    ("status", "why_not", "forced_says"),
+    [
+        (OVERLAP_ALLOWED, "measured on evaluation rows it trained on", "with overlap allowed"),
+        (UNCHECKED, f"is unchecked: the model has no lineage file ({LINEAGE_FILE})", "unchecked"),
+    ],
+)
+def test_numbers_measured_with_overlap_or_unchecked_promote_only_when_forced(
+    champion: VersionInfo | None, status: str, why_not: str, forced_says: str
 ) -> None:
     """Not even as the first version, and not even when they beat the champion."""
     promoted, reason = decide(
-        "exact_match", 0.9, champion, 0.5, margin=0.0, force=False, name="m", overlap=True
-    )
+        "exact_match", 0.9, champion, 0.5, margin=0.0, force=False, name="m",
+        decontamination=status,
+    )  # fmt: skip
     assert not promoted
-    assert "measured on evaluation rows it trained on" in reason and "register.force" in reason
+    assert why_not in reason and "register.force" in reason
     forced, why = decide(
-        "exact_match", 0.1, champion, 0.5, margin=0.0, force=True, name="m", overlap=True
+        "exact_match", 0.1, champion, 0.5, margin=0.0, force=True, name="m",
+        decontamination=status,
+    )  # fmt: skip
+    assert forced and forced_says in why
+
+
+def test_checked_numbers_of_a_first_version_promote() -> None:
+    """What the pipeline's gate is given: the trained model's `after` evaluation, checked
+    because training writes the model's lineage."""
+    promoted, reason = decide(
+        "exact_match", 0.2, None, None, margin=0.0, force=False, name="m", decontamination=CHECKED
     )
-    assert forced and "measured with overlap allowed" in why
+    assert promoted and reason.startswith("first version of m: becomes champion")
 
 
 def _run(client: MlflowClient) -> str:
@@ -261,3 +292,137 @@ def test_a_champion_whose_weights_are_missing_is_an_error_that_names_it(
 
     forced = register(weights[2], force=True)
     assert forced.promoted and forced.forced and "weights were not found" in forced.reason
+
+
+def test_unchecked_numbers_are_kept_apart_and_never_promote(mlflow_server: str) -> None:
+    """Numbers of a model without lineage (what it trained on is unknown) are treated like
+    overlap-allowed ones: their own set, never the first champion, never compared."""
+    registry = ModelRegistry(mlflow_server)
+    client = MlflowClient(mlflow_server)
+    name = f"judge-test-{uuid.uuid4().hex[:8]}"
+    base = {"name": name, "mode": "pointwise", "metric": "exact_match", "tags": {},
+            "description": "", "eval_set": "s1"}  # fmt: skip
+
+    first = registry.register(
+        model_uri="/m/1", run_id=_run(client), evaluation={"exact_match": 0.9},
+        decontamination=UNCHECKED, **{**base, "eval_set": unchecked_set("s1")},
+    )  # fmt: skip
+    assert not first.promoted and first.decontamination == UNCHECKED
+    assert "is unchecked: the model has no lineage file" in first.reason
+    v1 = client.get_model_version(name, "1").tags
+    assert v1["judgeflow.decontamination"] == UNCHECKED and v1["challenger"] == "true"
+    assert f"judgeflow.eval.{unchecked_set('s1')}" in v1 and "judgeflow.eval.s1" not in v1
+    assert registry.champion(name) is None
+
+    clean = registry.register(
+        model_uri="/m/2", run_id=_run(client), evaluation={"exact_match": 0.5},
+        decontamination=CHECKED, **base,
+    )  # fmt: skip
+    assert clean.promoted and clean.version == "2"
+
+    # The champion measured without lineage: its numbers go to the unchecked set and are not
+    # compared with this version's checked ones, however they stand.
+    blind = registry.register(
+        model_uri="/m/3", run_id=_run(client), evaluation={"exact_match": 0.7},
+        decontamination=CHECKED, champion_evaluation={"exact_match": 0.1},
+        champion_eval_set=unchecked_set("s3"), **{**base, "eval_set": "s3"},
+    )  # fmt: skip
+    assert not blind.promoted and blind.champion_value is None
+    assert "champion v2 has no lineage file" in blind.reason
+    assert "exact_match here, 0.1000, is unchecked" in blind.reason
+    assert "not compared with checked numbers" in blind.reason
+    champion = registry.versions(name)[-2]
+    assert champion.version == "2" and champion.evaluation(unchecked_set("s3")) is not None
+    assert champion.evaluation("s3") is None
+    # A later run on that set finds the note again from the champion's tags.
+    again = registry.register(
+        model_uri="/m/4", run_id=_run(client), evaluation={"exact_match": 0.8},
+        decontamination=CHECKED, **{**base, "eval_set": "s3"},
+    )  # fmt: skip
+    assert not again.promoted and "is unchecked and is not compared" in again.reason
+
+    forced = registry.register(
+        model_uri="/m/5", run_id=_run(client), evaluation={"exact_match": 0.1},
+        decontamination=UNCHECKED, force=True, **{**base, "eval_set": unchecked_set("s1")},
+    )  # fmt: skip
+    assert forced.promoted and forced.forced
+
+
+def test_the_gate_on_real_evaluations_promotes_checked_and_keeps_unchecked_apart(
+    mlflow_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_model: Path
+) -> None:
+    """The register stage given what the pipeline gives it, evaluations of the tiny model:
+
+    - a trained model's `after` evaluation is checked (training wrote its lineage), and the
+      first version becomes champion (the demo's path);
+    - that champion's weights lose their lineage; a run on a new evaluation set measures it
+      (`evaluate[champion]`): unchecked, kept under `<set>-unchecked`, not compared, and the new
+      version is kept as challenger saying why; the next run does not measure it again;
+    - an unchecked evaluation of this run's model (weights without lineage) is not given a
+      champion measurement, and does not promote.
+    """
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
+    client = MlflowClient(mlflow_server)
+    name = f"judge-test-{uuid.uuid4().hex[:8]}"
+    prepared = prepare_judge(
+        "pointwise", [sample_path("tinyjudge_pointwise.jsonl")], tmp_path / "data" / "p.parquet",
+        val_fraction=0.25,
+    )  # fmt: skip
+    assert prepared.val_path is not None
+    data = PreparedData(
+        train_file=str(prepared.train_path), val_file=str(prepared.val_path), report_file="",
+        report={},
+    )  # fmt: skip
+
+    def config(limit: int) -> Any:  # another limit: another evaluation set
+        return load_config("grpo-pointwise", profile="tiny", overrides=[
+            f"tracking.tracking_uri={mlflow_server}", f"register.model_name={name}",
+            f"evaluation.limit={limit}", "evaluation.max_new_tokens=4"])  # fmt: skip
+
+    def weights(label: str, *, lineage: bool) -> str:
+        model = tmp_path / label
+        shutil.copytree(tiny_model, model)
+        if lineage:  # what a training stage writes: it trained on the train split
+            write_lineage(model, stage="grpo", mode="pointwise", data_file=prepared.train_path)
+        return str(model)
+
+    def register(cfg: Any, model: str, evaluation: Any, champion: Any = None) -> Any:
+        return register_stage(
+            cfg, run_id=_run(client), model_dir=model, kind="final", evaluation=evaluation,
+            champion_evaluation=champion,
+        )  # fmt: skip
+
+    first_cfg = config(2)
+    v1 = weights("v1", lineage=True)
+    after = evaluate_stage(first_cfg, v1, data)
+    assert after["details"]["decontamination"] == CHECKED
+    assert champion_to_measure(first_cfg, "final", after) is None  # no champion yet
+    first = register(first_cfg, v1, after)
+    assert first.promoted and first.reason.startswith(f"first version of {name}")
+
+    (Path(v1) / LINEAGE_FILE).unlink()  # the champion's weights lost their lineage
+    cfg = config(3)
+    v2 = weights("v2", lineage=True)
+    ours = evaluate_stage(cfg, v2, data)
+    champion = champion_to_measure(cfg, "final", ours)
+    assert champion is not None and champion.model_uri == v1
+    measured = evaluate_stage(champion_config(cfg, v1), v1, data)
+    clean_set = ours["details"]["eval_set"]
+    assert measured["details"]["decontamination"] == UNCHECKED
+    assert measured["details"]["eval_set"] == unchecked_set(clean_set)
+    second = register(cfg, v2, ours, measured)
+    assert not second.promoted and second.champion_value is None
+    assert "champion v1 has no lineage file" in second.reason
+    kept = client.get_model_version(name, "1").tags
+    assert f"judgeflow.eval.{unchecked_set(clean_set)}" in kept
+    assert f"judgeflow.eval.{clean_set}" not in kept
+    assert champion_to_measure(cfg, "final", ours) is None  # measured once, kept apart
+
+    v3 = weights("v3", lineage=False)
+    unchecked = evaluate_stage(config(4), v3, data)
+    assert unchecked["details"]["decontamination"] == UNCHECKED
+    assert champion_to_measure(config(4), "final", unchecked) is None  # nothing to compare
+    third = register(config(4), v3, unchecked)
+    assert not third.promoted and third.decontamination == UNCHECKED
+    assert "is unchecked: the model has no lineage file" in third.reason
+    assert ModelRegistry(mlflow_server).champion(name).version == "1"  # type: ignore[union-attr]

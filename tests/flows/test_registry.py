@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextvars
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -213,6 +214,7 @@ def test_the_gate_finds_measures_and_decides_under_one_lock(
     import tasks.register as register_tasks
     from judgeflow import stages
     from judgeflow.config import load_config
+    from judgeflow.decontamination import write_lineage
     from judgeflow.model_registry import ModelRegistry
     from judgeflow.stages.evaluate import evaluation_set
     from tasks.locking import FlockLockManager
@@ -262,9 +264,14 @@ def test_the_gate_finds_measures_and_decides_under_one_lock(
     client = MlflowClient(tracking)
     experiment = client.create_experiment(f"lock-{uuid.uuid4().hex[:8]}")
     weights = {}
-    for who in ("v1", "A", "B"):  # three registered models, all loadable: the tiny model
+    for who in ("A", "B"):  # three registered models, all loadable: the tiny model
         weights[who] = judgeflow_home / f"weights-{who}"
         weights[who].symlink_to(judgeflow_home / "tiny-model", target_is_directory=True)
+    # The champion carries its lineage, as trained models do: its numbers are checked and
+    # compared (a champion without lineage would be measured unchecked and kept apart).
+    weights["v1"] = judgeflow_home / "weights-v1"
+    shutil.copytree(judgeflow_home / "tiny-model", weights["v1"])
+    write_lineage(weights["v1"], stage="grpo", mode="pointwise", data_file=data.train_file)
     # Champion v1, never measured on this run's evaluation set: the gate must measure it.
     ModelRegistry(tracking).register(
         name=name, model_uri=str(weights["v1"]), run_id=client.create_run(experiment).info.run_id,

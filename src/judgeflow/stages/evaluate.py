@@ -4,8 +4,9 @@ It refuses to score a model on rows whose prompt the model trained on (its linea
 `judgeflow.decontamination`) unless `evaluation.allow_overlap`, says what the check found
 (`details["decontamination"]`: checked, overlap-allowed or unchecked), and names the evaluation
 set it measured on (`evaluation_set`), so the registry compares models only on the same one.
-Numbers measured with overlap allowed get a set of their own (`overlap_set`), and a model
-without lineage gets no `eval/overlap_rows` at all: nothing was counted.
+Numbers measured with overlap allowed, or on a model without lineage, get a set of their own
+(`eval_set_for`: `<set>-overlap`, `<set>-unchecked`), so they are never compared with checked
+ones; a model without lineage gets no `eval/overlap_rows` at all: nothing was counted.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def evaluate_stage(
     """Judge metrics of `model_dir` on the validation split: `metrics` (`eval/…`), `rows`
     (predictions) and `details` (confusion, breakdowns, overlap, decontamination, evaluation
     set). `data_name` is how errors name the data (default: the validation file)."""
-    from judgeflow.decontamination import OVERLAP_ALLOWED, check_overlap, overlap_set
+    from judgeflow.decontamination import check_overlap, eval_set_for
     from judgeflow.evaluation import evaluate_judge, evaluation_rows, params_from, read_rows
 
     if not data.val_file:
@@ -82,7 +83,7 @@ def evaluate_stage(
         **result.details,
         "overlap": overlap.to_dict(),
         "decontamination": overlap.status,
-        "eval_set": overlap_set(eval_set) if overlap.status == OVERLAP_ALLOWED else eval_set,
+        "eval_set": eval_set_for(eval_set, overlap.status),  # checked numbers only on `eval_set`
         "model": model_dir,
         "data": data.val_file,
     }

@@ -14,7 +14,7 @@ from typing import Any
 
 from judgeflow.config import RunConfig
 from judgeflow.data.io import exists
-from judgeflow.decontamination import OVERLAP_ALLOWED, overlap_set
+from judgeflow.decontamination import OVERLAP_ALLOWED, UNCHECKED, overlap_set, unchecked_set
 from judgeflow.model_registry import Decision, ModelRegistry, VersionInfo
 from judgeflow.stages.common import with_policy
 from judgeflow.stages.evaluate import decontamination_of
@@ -59,16 +59,18 @@ def champion_to_measure(
     cfg: RunConfig, kind: str, evaluation: Mapping[str, Any] | None
 ) -> VersionInfo | None:
     """The champion, when the gate needs its numbers on this run's evaluation set and the
-    registry has none, clean or measured with overlap allowed (the data or the evaluation
-    settings changed since it was measured). Not when this run's own numbers were measured with
-    overlap allowed: they cannot promote it, so there is nothing to compare."""
+    registry has none, clean, measured with overlap allowed or unchecked (the data or the
+    evaluation settings changed since it was measured). Not when this run's own numbers were
+    measured with overlap allowed or unchecked: they cannot promote it, so there is nothing to
+    compare."""
     eval_set = (evaluation or {}).get("details", {}).get("eval_set")
     if not cfg.register.enabled or not eval_set or cfg.register.force:
         return None
-    if decontamination_of(evaluation) == OVERLAP_ALLOWED:
+    if decontamination_of(evaluation) in (OVERLAP_ALLOWED, UNCHECKED):
         return None
     champion = ModelRegistry(cfg.tracking.tracking_uri).champion(registered_name(cfg, kind))
-    if champion is None or any(champion.evaluation(s) for s in (eval_set, overlap_set(eval_set))):
+    measured = (eval_set, overlap_set(eval_set), unchecked_set(eval_set))
+    if champion is None or any(champion.evaluation(s) for s in measured):
         return None
     return champion if exists(champion.model_uri) else None  # gone: the gate names it
 
@@ -77,7 +79,7 @@ def champion_config(cfg: RunConfig, model_uri: str) -> RunConfig:
     """`cfg` for evaluating the champion on this run's data: its weights, and overlap with its
     own training data reported instead of refused (it may have trained on prompts that are
     validation data now: those numbers land on the overlap set, are not compared, and the
-    decision says so)."""
+    decision says so; so do a champion's without lineage, on the unchecked set)."""
     evaluation = cfg.evaluation.model_copy(update={"allow_overlap": True})
     return with_policy(cfg, model_uri).model_copy(update={"evaluation": evaluation})
 
