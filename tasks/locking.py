@@ -21,7 +21,7 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anyio
@@ -142,9 +142,18 @@ class FlockLockManager:
 
 
 @contextlib.contextmanager
-def holding(manager: FlockLockManager, key: str, holder: str) -> Iterator[FlockLockManager]:
-    """Hold `key`'s lock for the block (waits for the current holder to finish)."""
-    manager.acquire_lock(key, holder)
+def holding(
+    manager: FlockLockManager,
+    key: str,
+    holder: str,
+    on_wait: Callable[[Path], None] | None = None,
+) -> Iterator[FlockLockManager]:
+    """Hold `key`'s lock for the block (waits for the current holder to finish). `on_wait` is
+    called once, with the lock file, when another holder has it and this one starts waiting."""
+    if not manager.acquire_lock(key, holder, acquire_timeout=0):
+        if on_wait is not None:
+            on_wait(manager._path(key))
+        manager.acquire_lock(key, holder)
     try:
         yield manager
     finally:

@@ -100,7 +100,7 @@ class StageCache(CachePolicy):
         record_path = dirs["keys"] / key
         locks = FlockLockManager(dirs["locks"])
         if locks.is_locked(key):  # the transaction waits for it; say why the task is idle
-            _task_logger().info(
+            run_logger().info(
                 "cache %s: another run is computing %s; waiting for its result", key, self.stage
             )
         if not record_path.exists():
@@ -119,12 +119,12 @@ class StageCache(CachePolicy):
                 record_path.unlink(missing_ok=True)
 
 
-def _task_logger() -> Any:
-    """The task run's logger (shown in the UI) when there is a task run, else ours."""
+def run_logger(fallback: Any = logger) -> Any:
+    """The flow or task run's logger (shown in the UI) when there is a run, else `fallback`."""
     try:
         return get_run_logger()
     except MissingContextError:
-        return logger
+        return fallback
 
 
 def _store(dirs: dict[str, Path]) -> ResultStore:
@@ -191,4 +191,5 @@ __all__ = [
     "cached",
     "is_transient",
     "retry_transient",
+    "run_logger",
 ]

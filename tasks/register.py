@@ -7,19 +7,26 @@ in the `registry` artifact, the run summary and the flow's return value.
 
 All three steps run under one lock per registered model (`registry_lock`): a run that found and
 measured champion v1 must decide against v1, not against a v2 another run promoted meanwhile.
-A second run registering the same model waits for the first run's decision, then sees it.
+A second run registering the same model waits for the first run's decision (and logs that it
+waits), then sees it. The lock is an flock next to the cache locks, so it excludes only the
+runs that use the same cache-key directory ($JUDGEFLOW_PREFECT_CACHE_KEYS, by default under
+$JUDGEFLOW_HOME): not runs on machines that share only the MLflow server. `register` refuses to
+run without it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
+from prefect.logging import get_logger
 from prefect.runtime import flow_run
 
 from judgeflow import caching, stages
@@ -32,10 +39,17 @@ from judgeflow.stages.register import (
 )
 from tasks.evaluate import evaluate
 from tasks.locking import FlockLockManager, holding
-from tasks.policies import BACKOFF, JITTER, cached, retry_transient
+from tasks.policies import BACKOFF, JITTER, cached, retry_transient, run_logger
 from tasks.tracking import record_evaluation, submitted_jobs
 
-_retrying = {
+logger = get_logger("judgeflow.register")
+
+#: The registered models whose lock this context holds, and as which holder (`registry_lock`).
+_HELD: contextvars.ContextVar[tuple[tuple[str, str], ...]] = contextvars.ContextVar(
+    "registry_locks", default=()
+)
+
+_retrying: dict[str, Any] = {
     "retries": 3,
     "retry_delay_seconds": BACKOFF,
     "retry_jitter_factor": JITTER,
@@ -64,8 +78,16 @@ def register(
 
     Call it under `registry_lock` (`register_model` does, from the champion's lookup on): the
     gate reads the champion, then moves the alias, and two runs in between would both see the
-    old champion (or none) and the later alias would win, whatever its numbers.
+    old champion (or none) and the later alias would win, whatever its numbers. Called without
+    the lock, it fails before reading anything.
     """
+    name = registered_name(cfg, kind)
+    if not holds_registry_lock(name):
+        raise RuntimeError(
+            f"register[{kind}] was called without the lock of registered model {name}: call it "
+            "through register_model (tasks/register.py), which holds registry_lock from the "
+            "champion's lookup to the decision"
+        )
     jobs = (
         submitted_jobs(cfg.cluster.shared_dir, str(flow_run.get_id()))
         if cfg.cluster.backend == "slurm"
@@ -91,12 +113,39 @@ def register(
 
 @contextlib.contextmanager
 def registry_lock(name: str) -> Iterator[None]:
-    """Hold the lock of registered model `name` (next to the cache locks, so every run with the
-    same $JUDGEFLOW_HOME or cache directory sees it; a lock dies with its process)."""
+    """Hold the lock of registered model `name`, waiting (and saying so) while another run has
+    it. It sits next to the cache locks, so it excludes every run that uses the same cache-key
+    directory ($JUDGEFLOW_PREFECT_CACHE_KEYS, by default under $JUDGEFLOW_HOME), on this machine
+    or over a shared filesystem; runs that share only the MLflow server do not see it. A lock
+    dies with its process."""
     locks = FlockLockManager(caching.cache_dirs()["locks"])
-    key = "register-" + hashlib.sha256(name.encode()).hexdigest()[:32]
-    with holding(locks, key, holder=uuid.uuid4().hex):
-        yield
+    holder = uuid.uuid4().hex
+
+    def waiting(lock_file: Path) -> None:
+        run_logger(logger).info(
+            "register %s: another run is deciding on this model's champion; waiting for its "
+            "decision (lock %s)", name, lock_file,
+        )  # fmt: skip
+
+    with holding(locks, _lock_key(name), holder=holder, on_wait=waiting):
+        token = _HELD.set((*_HELD.get(), (name, holder)))
+        try:
+            yield
+        finally:
+            _HELD.reset(token)
+
+
+def holds_registry_lock(name: str) -> bool:
+    """Whether this context took `registry_lock(name)` and still holds it."""
+    locks = FlockLockManager(caching.cache_dirs()["locks"])
+    return any(
+        held == name and locks.is_lock_holder(_lock_key(name), holder)
+        for held, holder in _HELD.get()
+    )
+
+
+def _lock_key(name: str) -> str:
+    return "register-" + hashlib.sha256(name.encode()).hexdigest()[:32]
 
 
 def register_model(

@@ -8,13 +8,15 @@ rows the model trained on, and scores them with `--allow-overlap`, reporting the
 
 Two runs registering the same model at once: the second waits, before it looks up the champion,
 until the first has looked it up, measured it and decided; the overlap is observed from inside
-(a run held in its champion measurement until the other is seen waiting), not timed.
+(a run held in its champion measurement until the other is seen waiting), not timed. A waiting
+run logs that it waits, and the register task refuses to run without the model's lock.
 """
 
 from __future__ import annotations
 
 import contextvars
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -322,3 +324,68 @@ def test_the_gate_finds_measures_and_decides_under_one_lock(
     assert a["promoted"] and a["champion_version"] == "1" and a["version"] == "2"
     assert not b["promoted"] and b["champion_version"] == "2"
     assert b["champion_value"] == pytest.approx(0.9)  # A's numbers, not v1's measurement
+
+
+def test_register_refuses_to_run_without_the_models_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller that skips `registry_lock` (calls the task, not `register_model`) fails before
+    it reads the champion; inside the lock, this context is its holder, and only there."""
+    import tasks.register as register_tasks
+    from judgeflow.config import load_config
+
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path))
+    cfg = load_config("grpo-pointwise", overrides=["register.model_name=judge-lockless"])
+    with pytest.raises(RuntimeError, match="without the lock of registered model judge-lockless"):
+        register_tasks.register.fn(cfg, "no-run", str(tmp_path / "model"), "final", None)
+    with register_tasks.registry_lock("judge-lockless"):
+        assert register_tasks.holds_registry_lock("judge-lockless")
+        assert not register_tasks.holds_registry_lock("judge-lockless-sft")
+        elsewhere: list[bool] = []  # another thread (another run) does not hold it
+        thread = threading.Thread(
+            target=lambda: elsewhere.append(register_tasks.holds_registry_lock("judge-lockless"))
+        )
+        thread.start()
+        thread.join(HANG_GUARD_S)
+        assert elsewhere == [False]
+    assert not register_tasks.holds_registry_lock("judge-lockless")
+
+
+def test_a_run_waiting_for_the_models_lock_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While one run holds a model's lock, a second one logs that it waits (the model and the
+    lock file), then goes on once the first lets go."""
+    import tasks.register as register_tasks
+
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path))
+    said: list[str] = []
+    logged = threading.Event()
+
+    class Seen(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(record.getMessage())
+            logged.set()
+
+    handler, level = Seen(), register_tasks.logger.level
+    register_tasks.logger.addHandler(handler)  # outside a run, the wait is logged here
+    register_tasks.logger.setLevel(logging.INFO)
+    entered = threading.Event()
+
+    def second() -> None:
+        with register_tasks.registry_lock("judge-wait"):
+            entered.set()
+
+    try:
+        with register_tasks.registry_lock("judge-wait"):
+            waiting = threading.Thread(target=second, daemon=True)
+            waiting.start()
+            assert logged.wait(HANG_GUARD_S), "the waiting run logged nothing"
+            assert not entered.is_set()
+        waiting.join(HANG_GUARD_S)
+        assert entered.is_set()
+    finally:
+        register_tasks.logger.removeHandler(handler)
+        register_tasks.logger.setLevel(level)
+    assert len(said) == 1 and "register judge-wait: another run is deciding" in said[0]
+    assert str(tmp_path / "prefect-cache-keys" / ".locks") in said[0]
