@@ -17,16 +17,16 @@ from typing import Any, Literal
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
-from flows.prepare_sharded import on_ray
+from flows.prepare_sharded import prepare_rl_train
 from judgeflow.config import load_config
 from judgeflow.console import comparison_rows
-from judgeflow.stages import grrm_rl_train_job, val_source_config, with_policy
+from judgeflow.stages import val_source_config, with_policy
 from judgeflow.tracking import resolve_tracking_uri
 from tasks.credentials import use_job_secrets, use_storage_credentials
 from tasks.data import download
 from tasks.evaluate import evaluate
 from tasks.grrm import find_sft_model, prepare_grrm, record_grrm_data
-from tasks.policies import cached
+from tasks.policies import cached, cached_job
 from tasks.register import register_model
 from tasks.sft import record_sft, sft
 from tasks.tracking import (
@@ -69,17 +69,12 @@ def grrm(
     tuned_eval = after = None
     try:
         manifest = steps("download", cached(download), cfg)
-        rl_train = None
-        if cfg.data.shards > 1:
-            job = grrm_rl_train_job(cfg, manifest)
-            sharded = on_ray(cfg.data.shards, cfg.data.ray_address)
-            rl_train = steps("prepare[rl_train]", sharded, job.input, job.output, cfg.data.shards, job.options)  # fmt: skip
+        rl_train = prepare_rl_train(steps, cfg, manifest)  # data.shards > 1: on Ray
         val_manifest = steps("download[val]", cached(download), val_source_config(cfg)) if cfg.data.val_source else None  # fmt: skip
         data = steps("prepare", cached(prepare_grrm), cfg, manifest, rl_train, val_manifest)
         record_grrm_data(cfg, run_id, data)
         if stage in ("sft", "full"):
-            retrying_sft = cached(sft, retries=cfg.cluster.retries, retry_delay_s=cfg.cluster.retry_delay_s)  # fmt: skip
-            tuned = steps("sft", retrying_sft, cfg, data.sft_file, run_id)
+            tuned = steps("sft", cached_job(sft, cfg), cfg, data.sft_file, run_id)
             record_sft(cfg, run_id, tuned, data.sft_file)
             steps.add_metrics("sft", tuned.metrics)
             model_dir = tuned.model_dir
@@ -96,10 +91,7 @@ def grrm(
             if stage == "rlvr" and cfg.evaluation.enabled:
                 result = steps("evaluate[before]", cached(evaluate), rl_cfg, model_dir, data.rl, run_id, "before")  # fmt: skip
                 metrics |= record_evaluation(cfg, run_id, "before", result)
-            retrying = cached(
-                train, retries=cfg.cluster.retries, retry_delay_s=cfg.cluster.retry_delay_s
-            )
-            trained = steps("train", retrying, rl_cfg, data.rl, run_id)
+            trained = steps("train", cached_job(train, cfg), rl_cfg, data.rl, run_id)
             record_training(rl_cfg, run_id, trained)
             steps.add_metrics("train", {"global_step": trained.model.global_step, **trained.model.metrics})  # fmt: skip
             model_dir = trained.model.model_dir

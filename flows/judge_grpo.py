@@ -27,7 +27,7 @@ from judgeflow.tracking import resolve_tracking_uri
 from tasks.credentials import use_job_secrets, use_storage_credentials
 from tasks.data import download, prepare
 from tasks.evaluate import evaluate
-from tasks.policies import cached
+from tasks.policies import cached, cached_job
 from tasks.register import register_model
 from tasks.sft import prepare_sft, record_sft, sft
 from tasks.tracking import (
@@ -84,18 +84,14 @@ def judge_grpo(
         if cfg.sft.enabled:
             sft_manifest = stage("download[sft]", cached(download), sft_source_config(cfg))
             sft_data = stage("prepare[sft]", cached(prepare_sft), cfg, sft_manifest)
-            retrying_sft = cached(sft, retries=cfg.cluster.retries, retry_delay_s=cfg.cluster.retry_delay_s)  # fmt: skip
-            tuned = stage("sft", retrying_sft, cfg, sft_data.file, run_id)
+            tuned = stage("sft", cached_job(sft, cfg), cfg, sft_data.file, run_id)
             record_sft(cfg, run_id, tuned, sft_data.file, sft_data)
             stage.add_metrics("sft", tuned.metrics)
             rl_cfg = with_policy(cfg, tuned.model_dir)  # GRPO starts from the SFT model
             if cfg.evaluation.enabled:
                 mid = stage("evaluate[sft]", cached(evaluate), rl_cfg, tuned.model_dir, data, run_id, "sft")  # fmt: skip
                 metrics |= record_evaluation(cfg, run_id, "sft", mid)
-        retrying = cached(
-            train, retries=cfg.cluster.retries, retry_delay_s=cfg.cluster.retry_delay_s
-        )
-        trained = stage("train", retrying, rl_cfg, data, run_id)
+        trained = stage("train", cached_job(train, cfg), rl_cfg, data, run_id)
         record_training(rl_cfg, run_id, trained)
         stage.add_metrics("train", {"global_step": trained.model.global_step, **trained.model.metrics})  # fmt: skip
         if cfg.evaluation.enabled:

@@ -4,9 +4,9 @@
 
 The parquet and report are the bytes `prepare_grrm_rl` writes in one process (why:
 `judgeflow.data.shards`). The task runner is picked when the flow is called, from the config:
-`on_ray(cfg.data.shards, cfg.data.ray_address)(input, output, shards, options)` runs on a local
-Ray sized to the shards by default, or on an existing cluster by address (`ray://head:10001`,
-`auto`; `RAY_ADDRESS` too, as Ray reads it).
+`prepare_rl_train(steps, cfg, manifest)`, the grrm flow's step, runs it with `data.shards` tasks
+on a local Ray sized to the shards by default, or on an existing cluster by address
+(`data.ray_address`: `ray://head:10001`, `auto`; `RAY_ADDRESS` too, as Ray reads it).
 
 Ray runs the tasks by reference (module and name), so its workers must import `tasks.grrm` and
 `judgeflow`: a local Ray starts them with this interpreter, whose editable install puts the
@@ -22,7 +22,10 @@ from typing import Any
 from prefect import Flow, flow
 from prefect_ray import RayTaskRunner
 
+from judgeflow.config import RunConfig
 from judgeflow.data import GrrmPrepareResult
+from judgeflow.stages import grrm_rl_train_job
+from judgeflow.storage import Manifest
 from tasks.grrm import merge_grrm_shards, plan_grrm_shards, prepare_grrm_rl_shard
 
 
@@ -60,3 +63,17 @@ def on_ray(
     return prepare_grrm_rl_sharded.with_options(
         task_runner=ray_runner(shards, address, init_kwargs)
     )
+
+
+def prepare_rl_train(
+    steps: Any, cfg: RunConfig, manifest: Manifest, init_kwargs: dict[str, Any] | None = None
+) -> GrrmPrepareResult | None:
+    """The grrm flow's `prepare[rl_train]` step: with `data.shards` > 1, the augmented RL train
+    split of `manifest` prepared by `prepare_grrm_rl_sharded` in that many Ray tasks, on
+    `data.ray_address` (a local Ray without one), run through `steps` (the flow's
+    `StageRecorder`); None with one shard (the prepare stage does it in one process)."""
+    if cfg.data.shards <= 1:
+        return None
+    job = grrm_rl_train_job(cfg, manifest)
+    sharded = on_ray(cfg.data.shards, cfg.data.ray_address, init_kwargs)
+    return steps("prepare[rl_train]", sharded, job.input, job.output, cfg.data.shards, job.options)  # fmt: skip

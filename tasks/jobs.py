@@ -70,12 +70,7 @@ def run_job(
         handle.log_paths["stdout"],
     )
     try:
-        result = watch(
-            handle,
-            on_log=_tolerant(logger.info, logger),
-            on_progress=_tolerant(on_progress, logger) if on_progress else None,
-            poll_s=cfg.cluster.poll_s,
-        )
+        result = follow(cfg, handle, logger, on_progress)
     except BaseException as exc:
         if not handle.done():  # cancelled, interrupted, or the flow is going away
             logger.warning(
@@ -85,6 +80,22 @@ def run_job(
         raise
     logger.info("%s: job %s finished on %s", spec.name, handle.job_id, handle.node_list)
     return handle.job_id, result
+
+
+def follow(
+    cfg: RunConfig,
+    handle: StageHandle,
+    logger: Any,
+    on_progress: Callable[[StageProgress], None] | None = None,
+) -> dict[str, Any]:
+    """`watch` a job as the config says: looked at every `cluster.poll_s` seconds, its log lines
+    to `logger`, its progress to `on_progress` (an update that fails is logged, not raised)."""
+    return watch(
+        handle,
+        on_log=_tolerant(logger.info, logger),
+        on_progress=_tolerant(on_progress, logger) if on_progress else None,
+        poll_s=cfg.cluster.poll_s,
+    )
 
 
 def _still_running(cfg: RunConfig, spec: StageSpec, key: str) -> StageHandle | None:

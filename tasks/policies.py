@@ -183,12 +183,19 @@ def cached(task: Any, *, retries: int | None = None, retry_delay_s: float | None
     return task.with_options(**options)
 
 
+def cached_job(task: Any, cfg: RunConfig) -> Any:
+    """A stage that runs as a cluster job (train, sft), as the flows run it: cached, and
+    retried `cluster.retries` times, `cluster.retry_delay_s` apart (a killed job, say)."""
+    return cached(task, retries=cfg.cluster.retries, retry_delay_s=cfg.cluster.retry_delay_s)
+
+
 __all__ = [
     "BACKOFF",
     "JITTER",
     "KEY_INPUTS",
     "StageCache",
     "cached",
+    "cached_job",
     "is_transient",
     "retry_transient",
     "run_logger",

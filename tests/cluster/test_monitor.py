@@ -6,13 +6,14 @@ tests/cluster/test_slurm_stages.py); the waits between looks are recorded, not s
 
 from __future__ import annotations
 
+import logging
 import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from judgeflow.cluster import StageSpec, monitor, watch
+from judgeflow.cluster import StageSpec, monitor
 from judgeflow.config import load_config
 
 
@@ -36,13 +37,16 @@ class _EndsAtThirdLook:
 def test_cluster_poll_s_is_how_often_a_job_is_looked_at(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What tasks/jobs.py passes to `watch` for every job stage: `cluster.poll_s`."""
+    """How tasks/jobs.py follows every job stage (`follow`, which `run_job` calls): it looks
+    every `cluster.poll_s` seconds."""
+    from tasks.jobs import follow
+
     waits: list[float] = []
     monkeypatch.setattr(monitor, "time", types.SimpleNamespace(sleep=waits.append))
     cfg = load_config("grpo-pointwise", overrides=["cluster.poll_s=0.25"])
     spec = StageSpec(name="train", command=["true"], workdir=str(tmp_path))
     job: Any = _EndsAtThirdLook(spec)  # what `watch` reads of a `StageHandle`
 
-    assert watch(job, on_log=lambda _line: None, poll_s=cfg.cluster.poll_s) == {"ok": 1}
+    assert follow(cfg, job, logging.getLogger("test_monitor")) == {"ok": 1}
     assert waits == [0.25, 0.25]  # between the three looks, none after the last
     assert spec.flow_heartbeat_path.read_text() == "3"  # the job was told at every look

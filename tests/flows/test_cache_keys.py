@@ -3,6 +3,7 @@ job stages are retried as the config says."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,11 @@ from judgeflow.config import load_config
 from tasks.data import download, prepare
 from tasks.evaluate import evaluate
 from tasks.grrm import prepare_grrm
-from tasks.policies import KEY_INPUTS, cached
+from tasks.policies import KEY_INPUTS, cached, cached_job
 from tasks.sft import prepare_sft, sft
 from tasks.train import train
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_cached_task_has_its_key_inputs() -> None:
@@ -36,12 +39,27 @@ def test_a_renamed_key_parameter_fails_when_the_task_is_cached() -> None:
 def test_cluster_retries_and_retry_delay_s_reach_the_job_stages(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What the flows make of a job stage (train, sft): Prefect retries it as the config says
-    (a killed job retried for real: tests/cluster/test_judge_grpo_on_slurm.py)."""
+    """What the flows make of a job stage (train, sft), `cached_job`: Prefect retries it as the
+    config says (a killed job retried for real: tests/cluster/test_judge_grpo_on_slurm.py), and
+    every flow runs its job stages through it."""
     monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path))
     cfg = load_config("grpo-pointwise", overrides=["cluster.retries=5", "cluster.retry_delay_s=7"])
     for stage in (train, sft):
-        retrying = cached(
-            stage, retries=cfg.cluster.retries, retry_delay_s=cfg.cluster.retry_delay_s
-        )
+        retrying = cached_job(stage, cfg)
         assert (retrying.retries, retrying.retry_delay_seconds) == (5, 7)
+        assert retrying.cache_policy.stage == stage.name
+    for flow_file in ("flows/judge_grpo.py", "flows/grrm.py"):
+        wrapped = _wrappers_of_job_stages(REPO / flow_file)
+        assert wrapped == {"train": {"cached_job"}, "sft": {"cached_job"}}, flow_file
+
+
+def _wrappers_of_job_stages(path: Path) -> dict[str, set[str]]:
+    """For each job stage task (`train`, `sft`) a flow file passes to a call: the functions it
+    is passed to (`cached_job(train, cfg)` -> {"train": {"cached_job"}})."""
+    found: dict[str, set[str]] = {}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            for arg in node.args:
+                if isinstance(arg, ast.Name) and arg.id in ("train", "sft"):
+                    found.setdefault(arg.id, set()).add(node.func.id)
+    return found

@@ -102,10 +102,12 @@ def test_sharded_flow_on_local_ray_writes_the_single_process_bytes(
 def test_grrm_stage_takes_the_rl_train_split_from_the_sharded_flow(
     prefect_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What `flows/grrm.py` does with `data.shards` > 1, on the recipe's tiny sample."""
-    from flows.prepare_sharded import on_ray
+    """What `flows/grrm.py` does with `data.shards` > 1 (its step, `prepare_rl_train`), on the
+    recipe's tiny sample; with one shard the step does nothing."""
+    from flows.prepare_sharded import prepare_rl_train
     from judgeflow import stages
     from judgeflow.config import load_config
+    from tasks.tracking import StageRecorder
 
     monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
 
@@ -114,12 +116,15 @@ def test_grrm_stage_takes_the_rl_train_split_from_the_sharded_flow(
         return load_config("grrm-full", profile="tiny", overrides=overrides)
 
     single_cfg, cfg = config("single", 1), config("sharded", 2)
-    single = stages.prepare_grrm_stage(single_cfg, stages.download_stage(single_cfg))
+    single_manifest = stages.download_stage(single_cfg)
+    assert prepare_rl_train(StageRecorder(), single_cfg, single_manifest) is None
+    single = stages.prepare_grrm_stage(single_cfg, single_manifest)
     manifest = stages.download_stage(cfg)
-    job = stages.grrm_rl_train_job(cfg, manifest)
     small_ray = {"num_cpus": 2, "object_store_memory": 100 * 1024**2}
-    sharded = on_ray(cfg.data.shards, cfg.data.ray_address, small_ray)
-    rl_train = sharded(job.input, job.output, cfg.data.shards, job.options)
+    steps = StageRecorder()
+    rl_train = prepare_rl_train(steps, cfg, manifest, small_ray)
+    assert rl_train is not None
+    assert [(r["stage"], r["status"]) for r in steps.rows] == [("prepare[rl_train]", "ran")]
 
     data = stages.prepare_grrm_stage(cfg, manifest, rl_train)
     assert data.rl.train_file == rl_train.output_path
@@ -132,17 +137,30 @@ def test_grrm_stage_takes_the_rl_train_split_from_the_sharded_flow(
         )
 
 
-def test_data_ray_address_is_where_the_shards_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """What `flows/grrm.py` gives the sharded flow: an address connects to that cluster (left
-    running); without one a local Ray sized to the shards is started."""
-    from flows.prepare_sharded import ray_runner
+def test_data_ray_address_is_where_the_shards_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `flows/grrm.py`'s step (`prepare_rl_train`) gives the sharded flow: an address
+    connects to that cluster (left running); without one a local Ray sized to the shards is
+    started. The flow is recorded, not run (no Ray is started here)."""
+    from flows.prepare_sharded import prepare_rl_train
+    from judgeflow import stages
     from judgeflow.config import load_config
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
 
     def runner(*overrides: str) -> Any:
-        cfg = load_config("grrm-full", overrides=["data.shards=2", *overrides])
-        return ray_runner(cfg.data.shards, cfg.data.ray_address)
+        cfg = load_config("grrm-full", profile="tiny", overrides=["data.shards=2", *overrides])
+        given: list[tuple[str, Any, tuple[Any, ...]]] = []
+
+        def record(stage: str, sharded: Any, *args: Any) -> None:
+            given.append((stage, sharded, args))
+
+        prepare_rl_train(record, cfg, stages.download_stage(cfg))
+        [(stage, sharded, args)] = given
+        assert stage == "prepare[rl_train]" and args[2] == 2  # data.shards tasks
+        return sharded.task_runner
 
     remote = runner("data.ray_address=ray://head.example:10001")
     assert remote.address == "ray://head.example:10001"
