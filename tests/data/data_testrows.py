@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from judgeflow.data.jsonl import BOM  # the UTF-8 byte-order mark, as the readers know it
+
 
 def pointwise_row(
     query: str = "What is 2 + 2?",
@@ -54,9 +56,6 @@ def rb2_row(
         "rejected": list(rejected),
         "subset": subset,
     }
-
-
-BOM = b"\xef\xbb\xbf"  # the UTF-8 byte-order mark
 
 
 def resave(

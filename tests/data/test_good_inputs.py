@@ -10,19 +10,24 @@ the row numbers the output records (`source_row`, `group_id`) are still line num
 
 from __future__ import annotations
 
+import http.server
 import json
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import fsspec
 import pyarrow.parquet as pq
 import pytest
-from data_testrows import BOM, resave
+from data_testrows import resave
+from fsspec.implementations.http import HTTPStreamFile
 from typer.testing import CliRunner
 
 import judgeflow.samples
 from judgeflow.cli import app
 from judgeflow.data import prepare_grrm_rl, prepare_grrm_rl_sharded, prepare_grrm_sft, prepare_judge
+from judgeflow.data.jsonl import BOM
 from judgeflow.data.sft import prepare_sft_messages
 
 SAMPLES = Path(judgeflow.samples.__file__).parent
@@ -130,3 +135,71 @@ def test_the_command_line_prepares_a_resaved_file(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = (SAMPLES / "tinyjudge_pointwise.jsonl").read_text(encoding="utf-8").splitlines()
     assert pq.read_metadata(out).num_rows == len(lines)
+
+
+class _StreamingServer(http.server.ThreadingHTTPServer):
+    """Serves files by name without a Content-Length (the body ends when the connection closes),
+    so fsspec can only stream them: its file object cannot seek."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _StreamingHandler)
+        self.files: dict[str, bytes] = {}
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/{name}"
+
+
+class _StreamingHandler(http.server.BaseHTTPRequestHandler):
+    server: _StreamingServer
+
+    def do_HEAD(self) -> None:
+        self._reply(body=False)
+
+    def do_GET(self) -> None:
+        self._reply(body=True)
+
+    def _reply(self, body: bool) -> None:
+        data = self.server.files.get(self.path.lstrip("/"))
+        if data is None:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def streaming_server() -> Iterator[_StreamingServer]:
+    server = _StreamingServer()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.mark.parametrize("variant", ["plain", "bom", "bom_crlf_blank_lines"])
+@pytest.mark.parametrize("reader", ["judge-openjudge-pointwise", "grrm-sft", "grrm-rl"])
+def test_a_file_that_can_only_be_streamed_prepares_like_a_local_one(
+    reader: str, variant: str, tmp_path: Path, streaming_server: _StreamingServer
+) -> None:
+    """A URL whose file cannot seek (HTTP without a Content-Length): the byte-order mark is
+    looked for without seeking back, and the rows are the local file's."""
+    source, prepare = READERS[reader]
+    data = source.read_bytes()
+    name = f"{variant}/{source.name}"
+    streaming_server.files[name] = resave(data, **VARIANTS[variant]) if variant != "plain" else data
+    url = streaming_server.url(name)
+    with fsspec.open(url, "rb").open() as handle:
+        assert isinstance(handle, HTTPStreamFile)  # what the readers get: no seeking
+    prepare(source, tmp_path / "original.parquet")
+    prepare(url, tmp_path / "streamed.parquet")  # type: ignore[arg-type]
+    line_step = 2 if VARIANTS.get(variant, {}).get("blank_lines") else 1
+    assert _rows(tmp_path / "streamed.parquet", line_step) == _rows(tmp_path / "original.parquet")

@@ -11,6 +11,7 @@ numbers.
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import re
 from typing import IO, Any
@@ -22,13 +23,48 @@ BOM = codecs.BOM_UTF8
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
 
-def skip_bom(handle: IO[bytes]) -> int:
-    """Move `handle`, open at the start of a file, past a UTF-8 byte-order mark if the file
-    starts with one; returns the number of bytes skipped (0 or 3)."""
-    if handle.read(len(BOM)) == BOM:
-        return len(BOM)
-    handle.seek(0)
-    return 0
+def skip_bom(handle: IO[bytes]) -> tuple[IO[bytes], int]:
+    """The bytes of `handle`, open at the start of a file, after a UTF-8 byte-order mark if the
+    file starts with one, and the number of bytes skipped (0 or 3).
+
+    Never seeks: a stream that cannot (fsspec over HTTP without a Content-Length) reads the same.
+    A buffered reader is peeked at and returned itself; from any other stream the first bytes
+    are read, and returned in front of the rest unless they are the mark (a buffered reader
+    over both, which splits lines without seeking)."""
+    peek = getattr(handle, "peek", None)
+    start = peek(len(BOM))[: len(BOM)] if peek is not None else b""
+    if len(start) == len(BOM) or (start and not BOM.startswith(start)):  # decided by peeking
+        if start == BOM:
+            handle.read(len(BOM))
+            return handle, len(BOM)
+        return handle, 0
+    start = b""
+    while len(start) < len(BOM) and (more := handle.read(len(BOM) - len(start))):
+        start += more  # a stream may hand out fewer bytes than asked
+    skipped = len(BOM) if start == BOM else 0
+    # Buffered here too: such a stream may seek to split lines (fsspec's readline does).
+    rest = io.BufferedReader(_Prefixed(start[skipped:], handle), buffer_size=1 << 20)
+    return rest, skipped
+
+
+class _Prefixed(io.RawIOBase):
+    """`prefix`, then the rest of `stream`: bytes read ahead put back in front."""
+
+    def __init__(self, prefix: bytes, stream: IO[bytes]) -> None:
+        self._prefix, self._stream = prefix, stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        if self._prefix:
+            n = min(len(view), len(self._prefix))
+            view[:n], self._prefix = self._prefix[:n], self._prefix[n:]
+            return n
+        data = self._stream.read(len(view))
+        view[: len(data)] = data
+        return len(data)
 
 
 class BadLine(str):

@@ -168,8 +168,8 @@ def _iter_parquet(name: str, batch_size: int) -> Iterator[tuple[int, Any]]:
 
 def _iter_jsonl(name: str) -> Iterator[tuple[int, Any]]:
     with open_binary(name) as handle:
-        skip_bom(handle)
-        for row, raw in enumerate(handle):
+        lines, _ = skip_bom(handle)
+        for row, raw in enumerate(lines):
             yield from _parse_json_line(name, row, raw)
 
 
@@ -183,8 +183,7 @@ def _parse_json_line(name: str, row: int, raw: bytes) -> Iterator[tuple[int, Any
 def _iter_json(name: str) -> Iterator[tuple[int, Any]]:
     """A `.json` file holding a list of records, or JSON lines under a `.json` name."""
     with open_binary(name) as handle:
-        skip_bom(handle)
-        data = handle.read()
+        data = skip_bom(handle)[0].read()
     try:
         parsed = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):

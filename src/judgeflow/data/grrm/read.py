@@ -140,11 +140,12 @@ def _jsonl_batches(
     spans it finds line up with this reader.
     """
     with open_binary(path) as raw:
-        if span.offset:
+        if span.offset:  # a later batch of a shard starts at its byte offset, past any mark
             raw.seek(span.offset)
+            body = raw
         else:
-            skip_bom(raw)
-        text: IO[str] = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape")
+            body, _ = skip_bom(raw)
+        text: IO[str] = io.TextIOWrapper(body, encoding="utf-8", errors="surrogateescape")
         rows: list[int] = []
         records: list[Any] = []
         for line_no, line in enumerate(text, start=span.start):
@@ -172,8 +173,8 @@ def _jsonl_batch_starts(path: str, batch_size: int) -> tuple[list[_Span], int]:
     starts: list[_Span] = []
     records = 0
     with open_binary(path) as raw:
-        offset = skip_bom(raw)
-        text = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
+        body, offset = skip_bom(raw)
+        text = io.TextIOWrapper(body, encoding="utf-8", errors="surrogateescape", newline="")
         for line_no, line in enumerate(text):
             if line.strip():
                 if records % batch_size == 0:
