@@ -13,16 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from waits import HANG_GUARD_S
 
 if TYPE_CHECKING:  # tests/ is not a package; the fixture's type lives in this dir's conftest
     from conftest import SlurmCluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
-
-
-#: How long `_poll` waits for what it waits for: a hang guard, not a measurement (a busy machine
-#: is slow to schedule slurmctld, slurmd and the accounting daemon).
-HANG_GUARD_S = 120
 
 
 def _poll(

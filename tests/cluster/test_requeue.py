@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from waits import HANG_GUARD_S
 
 from judgeflow.cluster import StageSpec, submit, watch
 from judgeflow.config import ClusterConfig
@@ -51,10 +52,22 @@ def test_usr2_requeues_the_job_and_the_rerun_resumes(
     )  # fmt: skip
     cluster = ClusterConfig(backend="slurm", partition="debug", gpus_per_node=0, timeout_min=10)
     handle = submit(spec, cluster)
-    deadline = time.monotonic() + 120
-    while not (state.exists() and int(state.read_text() or 0) >= 2) and time.monotonic() < deadline:
+
+    def step() -> int:  # the trainer's checkpoint: its last finished step (0 before the first)
+        return int(state.read_text() or 0) if state.exists() else 0
+
+    deadline = time.monotonic() + HANG_GUARD_S
+    while step() < 2 and time.monotonic() < deadline:
         time.sleep(0.3)
-    assert state.exists(), "the command never started"
+    if step() < 2:  # say what it waited for, and leave nothing running
+        why = (
+            f"job {handle.job_id}: the first attempt did not checkpoint step 2 within "
+            f"{HANG_GUARD_S} s (at step {step()}; started: "
+            f"{attempts.read_text().strip() if attempts.exists() else 'no'}; "
+            f"queued: {slurm_cluster.queued(handle.job_id)})"
+        )
+        handle.cancel()
+        pytest.fail(why)
     # What Slurm sends before the time limit (--signal=USR2@120) or on preemption.
     slurm_cluster.run("scancel", "--signal=USR2", handle.job_id)
 

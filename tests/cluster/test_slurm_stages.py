@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from waits import HANG_GUARD_S
 
 from judgeflow.cluster import StageFailed, StageSpec, submit, watch
 from judgeflow.config import ClusterConfig
@@ -21,9 +22,6 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(600)]
 
-#: How long a test waits for a job or its processes to end: a hang guard, not a measurement (on
-#: a busy machine Ray's processes and Slurm's accounting take their time).
-HANG_GUARD_S = 120
 
 DRIVER = textwrap.dedent(
     """

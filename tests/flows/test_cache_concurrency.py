@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from flowtools import copy_sample
 from prefect import flow, task
+from waits import HANG_GUARD_S
 
 from judgeflow import stages
 from judgeflow.caching import cache_dirs
@@ -24,8 +25,6 @@ from judgeflow.config import RunConfig, load_config
 from judgeflow.storage import Manifest
 from tasks.locking import FlockLockManager
 from tasks.policies import cached
-
-HANG_GUARD_S = 120  # only a run that is stuck waits this long; no assertion depends on it
 
 
 class Overlap:

@@ -28,11 +28,11 @@ from typing import Any
 
 import pytest
 from mlflow.tracking import MlflowClient
+from waits import HANG_GUARD_S
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 NAME = "judge-grpo-pointwise"
-HANG_GUARD_S = 120  # only a run that is stuck waits this long; no assertion depends on it
 
 
 def _judgeflow(*args: str, home: Path, tracking: str) -> subprocess.CompletedProcess[str]:
