@@ -66,9 +66,8 @@ def _machine() -> dict[str, Any]:
     return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version()}
 
 
-def _commit() -> str:
-    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    return out.stdout.strip()
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
 
 
 def run_tiny(home: Path, mode: str, sets: Sequence[str] = ()) -> tuple[str, dict[str, float]]:
@@ -228,7 +227,9 @@ def _write(name: str, payload: dict[str, Any]) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     payload = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "git_commit": _commit(),
+        "git_commit": _git("rev-parse", "HEAD"),
+        # files that differed from that commit when the results were written
+        "git_modified": [line[3:] for line in _git("status", "--porcelain").splitlines()],
         "machine": _machine(),
         **payload,
     }
