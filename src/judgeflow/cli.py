@@ -291,13 +291,13 @@ def config_cmd(recipe: str, profile: ProfileOption = None, set_: SetOption = Non
         cfg = load_config(recipe, profile=profile, overrides=set_ or [], report=_warn)
     except ConfigError as exc:
         raise _fail(exc) from None
-    from judgeflow.redaction import is_secret, strip_userinfo
+    from judgeflow.redaction import is_secret, strip_credentials
 
     data = cfg.model_dump(mode="json")  # a secret typed on the command line is not echoed
     data["cluster"]["env"] = {
         k: "***" if is_secret(k, v) else v for k, v in data["cluster"]["env"].items()
     }
-    print(strip_userinfo(yaml.safe_dump(data, sort_keys=False)), end="")
+    print(strip_credentials(yaml.safe_dump(data, sort_keys=False)), end="")
 
 
 class GrrmStage(StrEnum):
@@ -560,7 +560,7 @@ def _ensure_model(path: str) -> None:
 
 def _print_summary(summary: dict, home: Path) -> None:
     from judgeflow.console import summary_tables
-    from judgeflow.redaction import strip_userinfo
+    from judgeflow.redaction import strip_credentials
 
     out = Console(soft_wrap=True)
     out.rule("[bold]judgeflow run finished")
@@ -590,7 +590,7 @@ def _print_summary(summary: dict, home: Path) -> None:
         out.print(f"  MLflow : {summary.get('mlflow_url') or uri}")
     if os.environ.get("PREFECT_API_URL"):
         out.print(
-            f"  Prefect: {strip_userinfo(os.environ['PREFECT_API_URL'].removesuffix('/api'))}"
+            f"  Prefect: {strip_credentials(os.environ['PREFECT_API_URL'].removesuffix('/api'))}"
         )
     else:
         out.print(

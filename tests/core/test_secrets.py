@@ -18,7 +18,13 @@ from judgeflow.cli import _secrets_out_of_parameters, app
 from judgeflow.cluster import StageSpec, render_sbatch, submit
 from judgeflow.cluster.stage import SECRET_ENV
 from judgeflow.config import ConfigError, load_config
-from judgeflow.redaction import flatten, has_url_credentials, split_userinfo, strip_userinfo
+from judgeflow.redaction import (
+    flatten,
+    has_url_credentials,
+    is_secret,
+    split_userinfo,
+    strip_credentials,
+)
 from judgeflow.secrets import SecretError, block_env_name, public_env, resolve_secrets
 from judgeflow.stages import stage_spec
 from judgeflow.tracking import CREDENTIAL_ENV, Tracker, resolve_tracking_uri
@@ -142,21 +148,35 @@ def test_the_job_gets_its_secrets_and_only_its_input_file_holds_them(
         ("https://ghp_token@github.com/org/repo.git", "https://github.com/org/repo.git"),
         ("http://u:pa@ss@host/x", "http://host/x"),  # urlsplit's reading: the last @ ends it
         ("a=postgresql://u:pw@db/x b=redis://:pw@cache:6379", "a=postgresql://db/x b=redis://cache:6379"),
+        # in the query (or an OAuth fragment): a parameter named like a secret
+        ("postgresql://db/x?user=u&password=pw", "postgresql://db/x?user=u&password=***"),
+        ("https://h/x.jsonl?access_token=t0k#top", "https://h/x.jsonl?access_token=***#top"),
+        ("https://b.s3.amazonaws.com/k?X-Amz-Credential=AK%2F1&X-Amz-Signature=ff&X-Amz-Expires=60",
+         "https://b.s3.amazonaws.com/k?X-Amz-Credential=***&X-Amz-Signature=***&X-Amz-Expires=60"),
+        ("https://acct.blob.core.windows.net/c/x?sv=2022&sig=abc%3D", "https://acct.blob.core.windows.net/c/x?sv=2022&sig=***"),
+        ("https://h/q?key=AIza1;sslpassword=pw", "https://h/q?key=***;sslpassword=***"),
+        ("https://h/cb#access_token=t&state=1", "https://h/cb#access_token=***&state=1"),
+        # a password with an unencoded / ? or #: doubtful, so credentials (and shown short)
+        ("http://u:pa/ss@host/x", "http://host/x"),
+        ("http://u:pa?ss@host", "http://host"),
+        ("http://u:pa#ss@host:5000/x", "http://host:5000/x"),
     ],
 )  # fmt: skip
 def test_credentials_in_urls_are_found_and_stripped(text: str, stripped: str) -> None:
-    assert has_url_credentials(text)
-    assert strip_userinfo(text) == stripped
+    assert has_url_credentials(text) and is_secret("cluster.env.URL", text)
+    assert strip_credentials(text) == stripped
     assert not has_url_credentials(stripped)
 
 
 @pytest.mark.parametrize(
     "text",
     ["http://mlflow:5000", "sqlite:////tmp/a@b/mlflow.db", "https://medium.com/@someone",
-     "https://host/q?mail=a@b.c", "mailto:a@b.c", "user@host:path", "file:///data/x@1.jsonl"],
+     "https://host/q?mail=a@b.c", "mailto:a@b.c", "user@host:path", "file:///data/x@1.jsonl",
+     "http://localhost:8080/@team", "https://h/x?keyword=a&sslkey=/k.pem&token=", "http://[::1]/@x",
+     "https://h/x?password=***"],
 )  # fmt: skip
 def test_urls_without_credentials_are_left_alone(text: str) -> None:
-    assert not has_url_credentials(text) and strip_userinfo(text) == text
+    assert not has_url_credentials(text) and strip_credentials(text) == text
 
 
 def test_userinfo_splits_into_user_and_decoded_password() -> None:
@@ -167,6 +187,7 @@ def test_userinfo_splits_into_user_and_decoded_password() -> None:
     )
     assert split_userinfo("https://tok@h") == ("https://h", "tok", None)
     assert split_userinfo("http://h:5000") == ("http://h:5000", None, None)
+    assert split_userinfo("http://u:pa/ss@h/x?y=1") == ("http://h/x?y=1", "u", "pa/ss")
 
 
 def test_an_env_value_holding_url_credentials_is_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
