@@ -318,8 +318,8 @@ def run_cmd(
     """Run a recipe's pipeline as a Prefect flow (local API unless PREFECT_API_URL is set)."""
     from judgeflow.config import judgeflow_home
 
-    set_ = _secrets_out_of_parameters(set_ or [])
     try:
+        set_ = _secrets_out_of_parameters(set_ or [])
         cfg = load_config(recipe, profile=profile, overrides=set_, report=_warn)
         _ensure_model(cfg.model.path)
     except ConfigError as exc:

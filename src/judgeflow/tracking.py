@@ -19,8 +19,8 @@ from typing import Any
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
-from judgeflow.config import judgeflow_home
-from judgeflow.redaction import split_userinfo
+from judgeflow.config import ConfigError, judgeflow_home
+from judgeflow.redaction import split_userinfo, strip_credentials
 
 _METRIC_NAME = re.compile(r"[^\w\-. /:]")
 _MAX_PARAM = 6000
@@ -46,13 +46,23 @@ def take_credentials(uri: str) -> str:
     """`uri` without its `user:password@`, which goes to MLFLOW_TRACKING_USERNAME and
     MLFLOW_TRACKING_PASSWORD of this process, where MLflow's client reads them for basic auth
     (they win over values already there). $MLFLOW_TRACKING_URI, when it is this URI, loses them
-    too, so the processes this one starts (Slurm jobs included) inherit no credentials in a URL."""
+    too, so the processes this one starts (Slurm jobs included) inherit no credentials in a URL.
+
+    MLflow sends basic auth only with both a user and a password, so a URI with one of them
+    alone (`https://TOKEN@host`) is refused rather than used without authentication."""
     bare, user, password = split_userinfo(uri)
     if user is None:
         return uri
+    if not user or not password:
+        has, lacks = ("a user", "password") if user else ("a password", "user")
+        raise ConfigError(
+            f"the tracking URI {strip_credentials(bare)} has {has} (not shown) but no {lacks} "
+            "before its host, and MLflow sends basic auth only with both: write user:password@, "
+            "or give the URI without them and set MLFLOW_TRACKING_USERNAME and "
+            "MLFLOW_TRACKING_PASSWORD, or, for a bearer token, MLFLOW_TRACKING_TOKEN"
+        )
     os.environ["MLFLOW_TRACKING_USERNAME"] = user
-    if password is not None:
-        os.environ["MLFLOW_TRACKING_PASSWORD"] = password
+    os.environ["MLFLOW_TRACKING_PASSWORD"] = password
     if os.environ.get("MLFLOW_TRACKING_URI") == uri:
         os.environ["MLFLOW_TRACKING_URI"] = bare
     return bare

@@ -250,3 +250,20 @@ def test_judgeflow_run_keeps_tracking_credentials_out_of_the_flow_parameters(
     ]
     assert os.environ["MLFLOW_TRACKING_USERNAME"] == "carol"
     assert os.environ["MLFLOW_TRACKING_PASSWORD"] == CANARY
+
+
+@pytest.mark.parametrize("userinfo", [f"{CANARY}@", f":{CANARY}@"])
+def test_a_tracking_uri_with_a_user_or_password_alone_is_refused(
+    userinfo: str, mlflow_credentials: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MLflow sends basic auth only with both (mlflow/utils/rest_utils.py): used as it is, the
+    URI would reach the server unauthenticated, or with a password left in the environment."""
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "stale")
+    uri = f"https://{userinfo}mlflow.internal"
+    with pytest.raises(ConfigError, match="MLFLOW_TRACKING_TOKEN") as refused:
+        resolve_tracking_uri(uri)
+    assert CANARY not in str(refused.value) and "https://mlflow.internal" in str(refused.value)
+    assert "MLFLOW_TRACKING_USERNAME" not in os.environ  # nothing paired with the stale password
+    result = CliRunner().invoke(app, ["run", "grpo-pointwise", "--set", f"tracking.tracking_uri={uri}"])  # fmt: skip
+    assert result.exit_code == 2 and CANARY not in result.output
+    assert "MLFLOW_TRACKING_TOKEN" in result.output
