@@ -8,16 +8,24 @@ records it too.
 from __future__ import annotations
 
 from prefect import task
+from prefect.runtime import task_run
 
 from judgeflow import stages
 from judgeflow.config import RunConfig
+from judgeflow.redaction import strip_credentials
 from judgeflow.storage import Manifest
 from tasks.policies import BACKOFF, JITTER, retry_transient
 
 
+def _download_name() -> str:
+    """`download[<source>]`, the source without credentials: Prefect keeps and shows the name."""
+    cfg: RunConfig = task_run.parameters["cfg"]
+    return f"download[{strip_credentials(cfg.data.source)}]"
+
+
 @task(
     name="download",
-    task_run_name="download[{cfg.data.source}]",
+    task_run_name=_download_name,
     retries=3,
     retry_delay_seconds=BACKOFF,
     retry_jitter_factor=JITTER,

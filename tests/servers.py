@@ -1,4 +1,5 @@
-"""Helpers for the real servers tests start on loopback: a free port, health polling, stopping."""
+"""Helpers for the real servers tests start on loopback: a free port, health polling, stopping;
+a file server behind basic auth (`FilesBehindBasicAuth`)."""
 
 from __future__ import annotations
 
@@ -60,3 +61,57 @@ class Service:
         if self.proc is not None:
             stop(self.proc)
             self.proc = None
+
+
+class FilesBehindBasicAuth:
+    """An HTTP server on loopback (in this process) serving the files under `root` to requests
+    with basic auth of one of `users` (user -> password), 401 to any other; `requests` lists
+    (path, authorised)."""
+
+    def __init__(self, root: Path, users: dict[str, str]) -> None:
+        import base64
+        import http.server
+        import threading
+
+        accepted = {"Basic " + base64.b64encode(f"{u}:{p}".encode()).decode() for u, p in users.items()}  # fmt: skip
+        self.requests: list[tuple[str, bool]] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_HEAD(self) -> None:
+                self._reply(body=False)
+
+            def do_GET(self) -> None:
+                self._reply(body=True)
+
+            def _reply(self, body: bool) -> None:
+                authorised = self.headers.get("Authorization") in accepted
+                outer.requests.append((self.path, authorised))
+                path = root / self.path.split("?")[0].lstrip("/")
+                if not authorised:
+                    self.send_error(401, "Unauthorized")
+                elif not path.is_file():
+                    self.send_error(404, "Not Found")
+                else:
+                    data = path.read_bytes()
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.send_header("ETag", f'"{len(data)}"')
+                    self.end_headers()
+                    if body:
+                        self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FilesBehindBasicAuth:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -30,6 +30,7 @@ from typing import Any
 import judgeflow
 from judgeflow.config import RunConfig, judgeflow_home
 from judgeflow.data.io import exists
+from judgeflow.redaction import strip_credentials
 
 PACKAGE_DIR = Path(judgeflow.__file__).parent
 
@@ -84,13 +85,14 @@ def code_version(*paths: str) -> str:
 
 def source_fingerprint(source: str, revision: str | None = None) -> list[dict[str, Any]]:
     """What the source holds now, from a listing (no data is read): per-file size and version."""
-    from judgeflow.storage import list_data_files, resolve_uri
+    from judgeflow.storage import credentials_out_of_errors, list_data_files, resolve_uri
 
     url = resolve_uri(source, revision)
     fs, root, files = list_data_files(url)
     out = []
     for path in files:
-        info = fs.info(path)
+        with credentials_out_of_errors():
+            info = fs.info(path)
         entry = {"path": os.path.relpath(path, root) if path != root else Path(path).name}
         entry["size"] = info.get("size")
         entry.update({k: str(info[k]) for k in _VERSION_FIELDS if info.get(k) is not None})
@@ -103,7 +105,8 @@ def source_fingerprint(source: str, revision: str | None = None) -> list[dict[st
 
 def download_key(cfg: RunConfig) -> str:
     fingerprint = source_fingerprint(cfg.data.source, cfg.data.revision)
-    return "download-" + digest(cfg.data.source, cfg.data.revision, fingerprint)
+    source = strip_credentials(cfg.data.source)  # a key is kept: the data's name, no password
+    return "download-" + digest(source, cfg.data.revision, fingerprint)
 
 
 # ---------------------------------------------------------------------------- prepare

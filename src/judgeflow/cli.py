@@ -347,12 +347,14 @@ def _secrets_out_of_parameters(overrides: list[str]) -> list[str]:
     credentials) becomes `cluster.secrets.HF_TOKEN=env:JUDGEFLOW_SECRET__HF_TOKEN`, the value
     going to this process's environment: flow parameters are stored and shown by Prefect, the
     environment is not. A `tracking.tracking_uri` loses its `user:password@` to MLflow's
-    credential variables the same way."""
+    credential variables the same way, and a data URL (`data.source`, `data.val_source`,
+    `sft.source`) its credentials to this process's environment, where the download finds them
+    (`judgeflow.secrets.keep_url_credentials`)."""
     import re
 
     from judgeflow.config import parse_override
     from judgeflow.redaction import has_url_credentials, is_secret
-    from judgeflow.secrets import CLI_ENV_PREFIX
+    from judgeflow.secrets import CLI_ENV_PREFIX, DATA_URL_KEYS, keep_url_credentials
 
     out = []
     for item in overrides:
@@ -361,6 +363,8 @@ def _secrets_out_of_parameters(overrides: list[str]) -> list[str]:
             from judgeflow.tracking import take_credentials
 
             item = f"{key}={take_credentials(str(value))}"
+        elif key in DATA_URL_KEYS and has_url_credentials(str(value)):
+            item = f"{key}={keep_url_credentials(str(value))}"
         elif key.startswith("cluster.env.") and is_secret(key, str(value)):
             name = key.removeprefix("cluster.env.")
             variable = CLI_ENV_PREFIX + re.sub(r"\W", "_", name)
@@ -410,9 +414,11 @@ def evaluate_cmd(
 ) -> None:
     """Evaluate a judge: metrics, per-subset breakdown, predictions and pictures (+ MLflow)."""
     from judgeflow.evaluate_model import default_output_dir, evaluate_model
+    from judgeflow.secrets import keep_url_credentials
 
     overrides = [*(set_ or []), *(["evaluation.allow_overlap=true"] if allow_overlap else [])]
     out_dir = output or default_output_dir()
+    data = keep_url_credentials(data)  # shown and stored without them; the download finds them
     try:
         result = evaluate_model(
             model, data, mode=mode.value if mode else None, recipe=recipe, profile=profile,
@@ -469,6 +475,7 @@ def models_cmd(
     from rich.table import Table
 
     from judgeflow.model_registry import ModelRegistry
+    from judgeflow.redaction import strip_credentials
 
     registry = ModelRegistry()
     try:
@@ -492,7 +499,8 @@ def models_cmd(
             table.add_row(
                 v.version, ", ".join(v.aliases), metric,
                 "" if value is None else f"{value:.4f}", decision,
-                v.tags.get("judgeflow.data.source", ""), v.tags.get("judgeflow.parent_version", ""),
+                strip_credentials(v.tags.get("judgeflow.data.source", "")),  # older versions' tags
+                v.tags.get("judgeflow.parent_version", ""),
                 (v.run_id or "")[:12],
             )  # fmt: skip
         out.print(table)

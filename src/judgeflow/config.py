@@ -36,6 +36,11 @@ class IgnoredKeyWarning(UserWarning):
     """A key was set that only another engine or backend reads; this run ignores it."""
 
 
+#: Settings that name data to download (`judgeflow.storage.download`); a URL there may hold the
+#: credentials its server wants (`judgeflow.secrets.keep_url_credentials`).
+DATA_URL_KEYS = ("data.source", "data.val_source", "sft.source")
+
+
 class SecretParameterWarning(UserWarning):
     """A secret-looking value was passed as an override: a flow parameter Prefect shows."""
 
@@ -435,9 +440,9 @@ def load_config(
         raw = set_dotted(raw, key, value)
         explicit.append(key)
         if (key.startswith("cluster.env.") and is_secret(key, value)) or (
-            key == "tracking.tracking_uri" and has_url_credentials(str(value))
+            key in ("tracking.tracking_uri", *DATA_URL_KEYS) and has_url_credentials(str(value))
         ):
-            secret_looking.append(key)  # an override is a flow parameter: said below
+            secret_looking.append((key, value))  # an override is a flow parameter: said below
     raw = _expand(
         raw, {"${JUDGEFLOW_HOME}": str(judgeflow_home()), "${mode}": str(raw.get("mode"))}
     )

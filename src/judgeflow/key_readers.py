@@ -107,17 +107,25 @@ def ignored_keys(cfg: RunConfig, keys: Iterable[str]) -> list[str]:
     return reasons
 
 
-def secret_overrides(keys: Iterable[str]) -> list[str]:
-    """Why each secret-looking `cluster.env` override should have been a `cluster.secrets` one,
-    and a tracking URI with credentials should have left them to MLflow's variables."""
+def secret_overrides(items: Iterable[tuple[str, object]]) -> list[str]:
+    """Why each secret-looking `cluster.env` override (key, value) should have been a
+    `cluster.secrets` one, a tracking URI with credentials should have left them to MLflow's
+    variables, and a data URL with credentials to the environment of the flow."""
+    from judgeflow.config import DATA_URL_KEYS
+    from judgeflow.secrets import url_variable
+
+    said = "holds credentials, and an override is a flow parameter (kept, and shown, by Prefect)"
     return [
-        f"{key} holds credentials, and an override is a flow parameter (kept, and shown, by "
-        "Prefect): give the URI without user:password@ and set MLFLOW_TRACKING_USERNAME and "
+        f"{key} {said}: give the URI without user:password@ and set MLFLOW_TRACKING_USERNAME and "
         "MLFLOW_TRACKING_PASSWORD where the flow runs instead (`judgeflow run --set` does this "
         "for you)"
         if key == "tracking.tracking_uri"
+        else f"{key} {said}: give the URL without them and set {url_variable(str(value))} to the "
+        "whole URL where the flow runs instead, where the download finds it (`judgeflow run "
+        "--set` does this for you)"
+        if key in DATA_URL_KEYS
         else f"{key} looks like a secret, and an override is a flow parameter (kept, and shown, "
         f"by Prefect): pass it as cluster.secrets.{key.removeprefix('cluster.env.')}="
         "env:VARIABLE or =prefect:SECRET_BLOCK instead (`judgeflow run --set` does this for you)"
-        for key in keys
+        for key, value in items
     ]

@@ -13,25 +13,34 @@ A job's secrets are
 
 They reach the job through one file only, the job's input file (mode 0600, its owner alone),
 from which the job adds them to the stage command's environment.
+
+A data URL with credentials (`data.source=https://user:token@host/x.jsonl`) is needed by the
+process that downloads it, not by a job: `judgeflow run --set` passes the URL without them
+(`keep_url_credentials`) and the download finds them again (`with_url_credentials`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Mapping
 
-from judgeflow.config import ClusterConfig, ConfigError
-from judgeflow.redaction import is_secret
+from judgeflow.config import DATA_URL_KEYS, ClusterConfig, ConfigError
+from judgeflow.redaction import is_secret, strip_credentials
 
 __all__ = [
     "BLOCK_ENV_PREFIX",
     "CLI_ENV_PREFIX",
+    "DATA_URL_KEYS",
     "SecretError",
     "block_env_name",
+    "keep_url_credentials",
     "public_env",
     "reference",
     "resolve_secrets",
+    "url_variable",
+    "with_url_credentials",
 ]
 
 #: Where the flow leaves a Prefect Secret block's value for `prefect:BLOCK` references.
@@ -84,3 +93,28 @@ def resolve_secrets(
             raise SecretError(f"cluster.secrets.{name}={ref} is not available: {hint}")
         out[name] = environ[variable]
     return out
+
+
+def url_variable(url: str) -> str:
+    """The variable that holds `url` with its credentials, named after `url` without them."""
+    bare = strip_credentials(url)
+    return f"{CLI_ENV_PREFIX}URL_{hashlib.sha256(bare.encode()).hexdigest()[:16].upper()}"
+
+
+def keep_url_credentials(url: str) -> str:
+    """`url` without its credentials; the whole URL goes to this process's environment (under
+    `url_variable`), where the download finds it again (`with_url_credentials`). A URL without
+    credentials is returned as it is."""
+    bare = strip_credentials(url)
+    if bare != url:
+        os.environ[url_variable(bare)] = url
+    return bare
+
+
+def with_url_credentials(url: str, environ: Mapping[str, str] | None = None) -> str:
+    """The URL `keep_url_credentials` (or the user, naming `url_variable`) left for `url`, or
+    `url` itself."""
+    if strip_credentials(url) != url:
+        return url  # its own credentials
+    environ = os.environ if environ is None else environ
+    return environ.get(url_variable(url)) or url

@@ -1,7 +1,9 @@
 """Artifact store and source download over fsspec (local paths, file://, s3://, hf://, sample://).
 
 `download` copies a dataset source into the store and records a manifest (URI, revision, sha256
-and row count of every file) whose hash is the content identity later stages cache on.
+and row count of every file) whose hash is the content identity later stages cache on. A source
+URL may hold the credentials its server wants (`https://user:token@host/x.jsonl`); they are used
+for the download and kept out of the manifest and of every error message.
 
 With a remote store (`storage.root=s3://…`) stages work in a local staging directory and
 `ArtifactStore.publish` uploads what they made: every file, then a checksummed manifest
@@ -16,7 +18,8 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +28,7 @@ from typing import Any
 import fsspec
 
 from judgeflow.data.io import atomic_write_text, atomic_writer, sha256_file
+from judgeflow.redaction import has_url_credentials, strip_credentials
 
 DATA_SUFFIXES = (".parquet", ".jsonl", ".json")
 SAMPLES_DIR = Path(__file__).parent / "samples"
@@ -59,6 +63,9 @@ class Manifest:
     created_at: str = ""
     uri: str | None = None  # where the files were published, when the store is remote
 
+    def __post_init__(self) -> None:  # what a manifest shows and stores: never credentials
+        object.__setattr__(self, "source", strip_credentials(self.source))
+
     @property
     def content_hash(self) -> str:
         """Identity of the data itself: same files, same bytes -> same hash (not the time)."""
@@ -86,7 +93,12 @@ class Manifest:
 
 
 def resolve_uri(uri: str, revision: str | None = None) -> str:
-    """Normalise a source to an fsspec URL: sample:// -> packaged file, plain path -> file://."""
+    """Normalise a source to an fsspec URL: sample:// -> packaged file, plain path -> file://;
+    a URL `judgeflow run` passed without its credentials gets them back
+    (`judgeflow.secrets.with_url_credentials`)."""
+    from judgeflow.secrets import with_url_credentials
+
+    uri = with_url_credentials(uri)
     if uri.startswith("sample://"):
         name = uri.removeprefix("sample://")
         path = SAMPLES_DIR / name
@@ -106,20 +118,37 @@ def resolve_uri(uri: str, revision: str | None = None) -> str:
 
 def list_data_files(url: str) -> tuple[fsspec.AbstractFileSystem, str, list[str]]:
     """The data files a source names: the file itself, or every data file under a directory."""
+    shown = strip_credentials(url)
     try:
         fs, root = fsspec.core.url_to_fs(url)
         if not fs.exists(root):
-            raise SourceError(f"{url}: does not exist (check the path, bucket or dataset name)")
+            raise SourceError(f"{shown}: does not exist (check the path, bucket or dataset name)")
         if fs.isfile(root):
             return fs, root.rsplit("/", 1)[0], [root]
         files = sorted(p for p in fs.find(root) if p.endswith(DATA_SUFFIXES))
     except SourceError:
         raise
     except Exception as exc:  # network, auth, bad URL: say which source failed
-        raise SourceError(f"{url}: cannot list ({type(exc).__name__}: {exc})") from exc
+        said = str(exc)
+        raise SourceError(
+            f"{shown}: cannot list ({type(exc).__name__}: {strip_credentials(said)})"
+        ) from (None if has_url_credentials(said) else exc)  # a traceback prints the cause
     if not files:
-        raise SourceError(f"{url}: no {'/'.join(DATA_SUFFIXES)} files found")
+        raise SourceError(f"{shown}: no {'/'.join(DATA_SUFFIXES)} files found")
     return fs, root, files
+
+
+@contextmanager
+def credentials_out_of_errors() -> Iterator[None]:
+    """An error whose message shows a URL with credentials (fsspec's `FileNotFoundError(url)`)
+    becomes a SourceError that shows it without them, and without the error as its cause,
+    which a traceback (Prefect's log of a failed task) would print."""
+    try:
+        yield
+    except Exception as exc:
+        if not has_url_credentials(str(exc)):
+            raise
+        raise SourceError(f"{type(exc).__name__}: {strip_credentials(str(exc))}") from None
 
 
 def download(
@@ -138,7 +167,11 @@ def download(
     for i, remote in enumerate(files):
         rel = os.path.relpath(remote, root) if remote != root else Path(remote).name
         target = dest / rel
-        with fs.open(remote, "rb") as src, atomic_writer(target) as out:
+        with (
+            credentials_out_of_errors(),
+            fs.open(remote, "rb") as src,
+            atomic_writer(target) as out,
+        ):
             digest = _copy_hashing(src, out)
         entries.append(ManifestFile(rel, digest, target.stat().st_size, count_rows(target)))
         if progress:

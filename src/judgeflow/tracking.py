@@ -109,7 +109,8 @@ class Tracker:
             exp_id = client.create_experiment(experiment, artifact_location=location)
         else:
             exp_id = exp.experiment_id
-        run = client.create_run(exp_id, run_name=run_name, tags=dict(tags or {}))
+        tags = {k: strip_credentials(str(v)) for k, v in (tags or {}).items()}
+        run = client.create_run(exp_id, run_name=run_name, tags=tags)
         return cls(run.info.run_id, uri)
 
     @classmethod
@@ -121,7 +122,9 @@ class Tracker:
     # -- logging
 
     def log_params(self, params: Mapping[str, Any]) -> None:
-        items = [Param(k, str(v)[:_MAX_PARAM]) for k, v in params.items()]
+        """Values as text, every URL in them without its credentials (as in `set_tags` and
+        `log_dict`: whatever a stage passes, MLflow keeps no user:password@ or ?token=)."""
+        items = [Param(k, strip_credentials(str(v))[:_MAX_PARAM]) for k, v in params.items()]
         for i in range(0, len(items), 100):
             self.client.log_batch(self.run_id, params=items[i : i + 100])
 
@@ -195,7 +198,7 @@ class Tracker:
         self.log_metrics(metrics, step)
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
-        items = [RunTag(k, str(v)) for k, v in tags.items() if v is not None]
+        items = [RunTag(k, strip_credentials(str(v))) for k, v in tags.items() if v is not None]
         if items:
             self.client.log_batch(self.run_id, tags=items)
 
@@ -207,7 +210,7 @@ class Tracker:
             self.client.log_artifact(self.run_id, str(path), artifact_path)
 
     def log_dict(self, data: Any, artifact_file: str) -> None:
-        self.client.log_dict(self.run_id, data, artifact_file)
+        self.client.log_dict(self.run_id, _without_credentials(data), artifact_file)
 
     def log_table(self, rows: list[dict[str, Any]], artifact_file: str) -> None:
         if rows:
@@ -299,6 +302,17 @@ class BackgroundMetrics:
             lines = [json.dumps([m.key, m.value, m.timestamp, m.step]) for m in pending]
             atomic_write_text(self.tracker.spool, "\n".join(lines) + "\n")
         return not pending
+
+
+def _without_credentials(data: Any) -> Any:
+    """`data` (JSON-like) with every URL in its strings stripped of its credentials."""
+    if isinstance(data, str):
+        return strip_credentials(data)
+    if isinstance(data, Mapping):
+        return {k: _without_credentials(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_without_credentials(v) for v in data]
+    return data
 
 
 def metric_name(key: str) -> str:

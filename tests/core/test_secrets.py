@@ -1,7 +1,8 @@
 """A job's secrets reach the job and nothing else: not the spec submitit pickles, not the sbatch
 script, not the job folder, not the CLI's output. The job's input file holds them, mode 0600.
-Credentials in URLs (a tracking URI with user:password@, a database DSN in cluster.env) are
-secrets too: the URL is shown and stored without them, and they reach MLflow and the job."""
+Credentials in URLs (a tracking URI with user:password@, a database DSN in cluster.env, a data
+source's user:token@ or ?token=) are secrets too: the URL is shown and stored without them, and
+they reach MLflow, the job, or the download."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import json
 import os
 import stat
 import sys
+import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from servers import FilesBehindBasicAuth
 from typer.testing import CliRunner
 
 from judgeflow.cli import _secrets_out_of_parameters, app
@@ -267,3 +271,93 @@ def test_a_tracking_uri_with_a_user_or_password_alone_is_refused(
     result = CliRunner().invoke(app, ["run", "grpo-pointwise", "--set", f"tracking.tracking_uri={uri}"])  # fmt: skip
     assert result.exit_code == 2 and CANARY not in result.output
     assert "MLFLOW_TRACKING_TOKEN" in result.output
+
+
+@pytest.fixture
+def data_server(tmp_path: Path) -> Iterator[FilesBehindBasicAuth]:
+    """The pointwise sample behind basic auth, as `/data/train.jsonl`; the password is a canary."""
+    from judgeflow.storage import SAMPLES_DIR
+
+    (tmp_path / "served" / "data").mkdir(parents=True)
+    (tmp_path / "served" / "data" / "train.jsonl").write_bytes(
+        (SAMPLES_DIR / "openjudge_pointwise.jsonl").read_bytes()
+    )
+    with FilesBehindBasicAuth(tmp_path / "served", {"reader": CANARY}) as server:
+        yield server
+
+
+def test_a_data_url_with_credentials_downloads_and_is_kept_without_them(
+    data_server: FilesBehindBasicAuth, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from judgeflow.caching import download_key
+    from judgeflow.secrets import url_variable
+    from judgeflow.storage import SourceError, download
+
+    host = data_server.url.removeprefix("http://")
+    url, bare = f"http://reader:{CANARY}@{host}/data/train.jsonl", f"{data_server.url}/data/train.jsonl"  # fmt: skip
+    monkeypatch.setenv(url_variable(bare), "")  # unset, and unset again after the test
+    monkeypatch.delenv(url_variable(bare))
+    # as the user's recipe file has it: used, and the manifest keeps the URL without them
+    manifest = download(url, tmp_path / "a")
+    assert manifest.source == bare and manifest.files[0].rows
+    assert CANARY not in (tmp_path / "a" / "manifest.json").read_text()
+    assert all(authorised for _path, authorised in data_server.requests)
+
+    # `judgeflow run --set` passes the URL without them: the flow parameter holds none, the
+    # download finds them in the environment, and caches the data under the same key
+    for key in ("data.source", "data.val_source", "sft.source"):
+        assert _secrets_out_of_parameters([f"{key}={url}"]) == [f"{key}={bare}"]
+    assert os.environ[url_variable(bare)] == url
+    assert download(bare, tmp_path / "b").to_dict()["files"] == manifest.to_dict()["files"]
+    with_bare, with_url = (
+        load_config("grpo-pointwise", overrides=[f"data.source={source}"]) for source in (bare, url)
+    )
+    assert download_key(with_bare) == download_key(with_url)
+    assert flatten(with_url)["data.source"] == bare
+
+    # errors name the URL without them, and do not carry an error that shows them
+    with pytest.raises(SourceError) as missing:
+        download(url.replace("train", "gone"), tmp_path / "c")
+    assert CANARY not in str(missing.value) and "/data/gone.jsonl" in str(missing.value)
+    assert CANARY not in "".join(traceback.format_exception(missing.value))
+
+
+def test_a_data_url_with_credentials_as_a_deployment_parameter_is_warned_about(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The warning says how to give the URL instead: without them, and the whole URL in the
+    variable the download reads (named after the URL, so it shows nothing secret)."""
+    from judgeflow.secrets import url_variable, with_url_credentials
+
+    url = f"https://u:{CANARY}@data.internal/x.jsonl?token={CANARY}"
+    bare = "https://data.internal/x.jsonl?token=***"
+    said: list[str] = []
+    load_config("grpo-pointwise", overrides=[f"sft.source={url}"], report=said.append)
+    warning = next(line for line in said if line.startswith("sft.source holds credentials"))
+    assert CANARY not in warning and url_variable(bare) in warning
+    monkeypatch.setenv(url_variable(bare), url)
+    assert with_url_credentials(bare) == url
+    assert with_url_credentials("https://data.internal/other.jsonl") == "https://data.internal/other.jsonl"  # fmt: skip
+
+
+def test_mlflow_keeps_no_credentials_whatever_a_stage_logs() -> None:
+    """Tags (a data source), params and JSON artifacts (a manifest, a summary) pass through the
+    tracker, which strips every URL in them."""
+
+    logged: list[object] = []
+
+    class Client:
+        def log_batch(self, run_id: str, **batch: object) -> None:
+            logged.append(batch)
+
+        def log_dict(self, run_id: str, data: object, artifact_file: str) -> None:
+            logged.append(data)
+
+    tracker = Tracker("run", "http://127.0.0.1:5999")
+    tracker.client = Client()  # type: ignore[assignment]
+    url = f"https://u:{CANARY}@h/x.jsonl?sig={CANARY}"
+    tracker.set_tags({"judgeflow.data.source": url})
+    tracker.log_params({"data.source": url})
+    tracker.log_dict({"source": url, "files": [{"from": url}], "rows": 3}, "data/manifest.json")
+    text = repr(logged)
+    assert CANARY not in text and "https://h/x.jsonl?sig=***" in text and "'rows': 3" in text

@@ -10,8 +10,9 @@ must be readable by its owner alone — and the job must have received them.
 
 Credentials inside URLs get the same search: an MLflow tracking URI with user:password@ (an
 MLflow server behind basic auth; the test's server does not check them, but MLflow's client
-sends them) and database DSNs with a password in `cluster.env`, from the command line and from a
-recipe file of the user's own.
+sends them), database DSNs with a password in `cluster.env`, and data sources on an HTTP server
+behind basic auth (which does check them), each from the command line and from a recipe file of
+the user's own.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from servers import FilesBehindBasicAuth
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -179,6 +181,8 @@ URL_CANARIES = {
     "tracking": "canary-url-mlflow-2c81f4",  # MLFLOW_TRACKING_URI=http://alice:…@host:port
     "cli dsn": "canary-url-cli-6d03ae",  # --set cluster.env.DATABASE_URL=postgresql://etl:…@db/x
     "recipe dsn": "canary-url-recipe-91f5b2",  # cluster.env.ANALYTICS_DSN in the user's recipe
+    "cli data": "canary-url-data-0b7e53",  # --set data.source=http://reader:…@host/…
+    "recipe data": "canary-url-val-e24c9a",  # data.val_source in the user's recipe
 }
 
 
@@ -187,12 +191,23 @@ def test_no_credentials_in_a_url_reach_anything_but_the_jobs_own_input_file(
 ) -> None:
     from mlflow.tracking import MlflowClient
 
+    from judgeflow.storage import SAMPLES_DIR
+
     host = own_mlflow_server.removeprefix("http://")
+    served = tmp_path / "served"
+    for folder, name in (("data", "tinyjudge_pointwise.jsonl"), ("val", "tinyjudge_pointwise_val.jsonl")):  # fmt: skip
+        (served / folder).mkdir(parents=True)
+        (served / folder / name).write_bytes((SAMPLES_DIR / name).read_bytes())
+    users = {"reader": URL_CANARIES["cli data"], "validator": URL_CANARIES["recipe data"]}
+    data_server = FilesBehindBasicAuth(served, users)
+    data_host = data_server.url.removeprefix("http://")
     recipe = tmp_path / "my-recipe.yaml"
     recipe.write_text(
         "base: grpo-pointwise\n"
         "cluster:\n  env:\n"
         f"    ANALYTICS_DSN: postgresql://reader:{URL_CANARIES['recipe dsn']}@olap:5432/events\n"
+        "profiles:\n  tiny:\n    data:\n"  # over the tiny profile's own validation file
+        f"      val_source: http://validator:{URL_CANARIES['recipe data']}@{data_host}/val/tinyjudge_pointwise_val.jsonl\n"
     )
     env = {
         "JUDGEFLOW_HOME": str(judgeflow_home),
@@ -201,11 +216,19 @@ def test_no_credentials_in_a_url_reach_anything_but_the_jobs_own_input_file(
         "MLFLOW_TRACKING_USERNAME": "",
         "MLFLOW_TRACKING_PASSWORD": "",
     }
-    output = _judgeflow_run(
-        str(recipe),
-        ["--set", f"cluster.env.DATABASE_URL=postgresql://etl:{URL_CANARIES['cli dsn']}@db/x"],
-        env,
-    )
+    with data_server:
+        output = _judgeflow_run(
+            str(recipe),
+            [
+                "--set", f"cluster.env.DATABASE_URL=postgresql://etl:{URL_CANARIES['cli dsn']}@db/x",
+                "--set", f"data.source=http://reader:{URL_CANARIES['cli data']}@{data_host}/data/tinyjudge_pointwise.jsonl",
+            ],
+            env,
+        )  # fmt: skip
+
+    # The download had the data server's credentials, from the command line and the recipe.
+    fetched = {path for path, authorised in data_server.requests if authorised}
+    assert fetched >= {"/data/tinyjudge_pointwise.jsonl", "/val/tinyjudge_pointwise_val.jsonl"}
 
     # The job got every credential through its input file: MLflow's as its own variables.
     train_input = json.loads(_train_input(judgeflow_home))["secret_env"]
@@ -220,12 +243,16 @@ def test_no_credentials_in_a_url_reach_anything_but_the_jobs_own_input_file(
         filter_string="tags.`judgeflow.recipe` != ''",
     )[0]
     assert run.data.params["cluster.env.ANALYTICS_DSN"] == "postgresql://olap:5432/events"
+    data_url = f"{data_server.url}/data/tinyjudge_pointwise.jsonl"
+    assert run.data.tags["judgeflow.data.source"] == data_url
+    assert run.data.params["data.val_source"] == f"{data_server.url}/val/tinyjudge_pointwise_val.jsonl"  # fmt: skip
     links = [v for k, v in run.data.tags.items() if k.startswith("judgeflow.registered.")
              and k.endswith(".url")]  # fmt: skip
     assert links and all(link.startswith(f"{own_mlflow_server}/#/models/") for link in links)
     assert f"{own_mlflow_server}/#/experiments/" in output
 
     found = _everything_the_run_left(output, judgeflow_home, tmp_path / "mlflow", own_mlflow_server)
+    assert f"download[{data_url}]" in found["prefect"]  # the task run's name
     found["prefect database"] = _prefect_database()
     for where, text in found.items():
         for name, canary in URL_CANARIES.items():

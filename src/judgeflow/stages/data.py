@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgeflow.caching import prepare_identity
 from judgeflow.config import RunConfig
+from judgeflow.redaction import strip_credentials
 from judgeflow.stages.common import (
     GrrmData,
     PreparedData,
@@ -35,7 +36,7 @@ def download_stage(cfg: RunConfig, progress: Progress | None = None) -> Manifest
     from judgeflow.caching import digest, source_fingerprint
 
     fingerprint = digest(source_fingerprint(cfg.data.source, cfg.data.revision))
-    key = _short_hash(cfg.data.source, cfg.data.revision or "", fingerprint)
+    key = _short_hash(strip_credentials(cfg.data.source), cfg.data.revision or "", fingerprint)
     store = store_for(cfg)
     dest = store.local_dir("sources", key)
     manifest = download(cfg.data.source, dest, revision=cfg.data.revision, progress=progress)
