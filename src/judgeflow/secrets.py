@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from judgeflow.config import DATA_URL_KEYS, ClusterConfig, ConfigError
 from judgeflow.redaction import is_secret, strip_credentials
@@ -33,12 +33,14 @@ __all__ = [
     "BLOCK_ENV_PREFIX",
     "CLI_ENV_PREFIX",
     "DATA_URL_KEYS",
+    "MLFLOW_CREDENTIAL_ENV",
     "SecretError",
     "block_env_name",
     "keep_url_credentials",
     "public_env",
     "reference",
     "resolve_secrets",
+    "secret_variables",
     "url_variable",
     "with_url_credentials",
 ]
@@ -47,6 +49,10 @@ __all__ = [
 BLOCK_ENV_PREFIX = "JUDGEFLOW_SECRET_BLOCK__"
 #: Where `judgeflow run` leaves a secret given with `--set cluster.env.NAME=…`.
 CLI_ENV_PREFIX = "JUDGEFLOW_SECRET__"
+#: MLflow's own variables for an authenticated server (basic auth, or a bearer token), which
+#: `judgeflow.tracking` sets from a tracking URI's credentials.
+MLFLOW_CREDENTIAL_ENV = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD",
+                         "MLFLOW_TRACKING_TOKEN")  # fmt: skip
 _REFERENCE = re.compile(r"(env|prefect):([A-Za-z0-9_.\-/]+)")
 
 
@@ -118,3 +124,18 @@ def with_url_credentials(url: str, environ: Mapping[str, str] | None = None) -> 
         return url  # its own credentials
     environ = os.environ if environ is None else environ
     return environ.get(url_variable(url)) or url
+
+
+def secret_variables(cluster: ClusterConfig, environ: Iterable[str] | None = None) -> list[str]:
+    """The variables of this process that hold secrets a job gets from its input file: MLflow's
+    credentials, what `judgeflow run` and the Prefect Secret blocks left here, and what the
+    `env:` references of `cluster.secrets` name. A job is submitted without them (Slurm copies
+    the submitting environment into the job, and may keep it)."""
+    names = set(os.environ if environ is None else environ)
+    hidden = {n for n in names if n.startswith((CLI_ENV_PREFIX, BLOCK_ENV_PREFIX))}
+    hidden |= names.intersection(MLFLOW_CREDENTIAL_ENV)
+    for key, ref in cluster.secrets.items():
+        scheme, where = reference(ref, key)
+        if scheme == "env" and where in names:
+            hidden.add(where)
+    return sorted(hidden)

@@ -21,14 +21,11 @@ from mlflow.tracking import MlflowClient
 
 from judgeflow.config import ConfigError, judgeflow_home
 from judgeflow.redaction import split_userinfo, strip_credentials
+from judgeflow.secrets import MLFLOW_CREDENTIAL_ENV
 
 _METRIC_NAME = re.compile(r"[^\w\-. /:]")
 _MAX_PARAM = 6000
 _BATCH = 900
-
-
-#: MLflow's own variables for an authenticated server (basic auth, or a bearer token).
-CREDENTIAL_ENV = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN")
 
 
 def resolve_tracking_uri(configured: str | None = None) -> str:
@@ -71,7 +68,7 @@ def take_credentials(uri: str) -> str:
 def tracking_credentials() -> dict[str, str]:
     """MLflow's credential variables set in this process: what a job needs among its secrets
     to reach the same server (`judgeflow.stages.jobs` puts them in its input file)."""
-    return {name: os.environ[name] for name in CREDENTIAL_ENV if os.environ.get(name)}
+    return {name: os.environ[name] for name in MLFLOW_CREDENTIAL_ENV if os.environ.get(name)}
 
 
 class Tracker:
@@ -337,7 +334,6 @@ def _now_ms() -> int:
 
 
 __all__ = [
-    "CREDENTIAL_ENV",
     "BackgroundMetrics",
     "Tracker",
     "git_commit",

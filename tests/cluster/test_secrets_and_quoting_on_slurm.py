@@ -1,5 +1,6 @@
 """On the dev Slurm cluster: a job's secrets reach its command and no file of the job folder but
-its input file; hostile values in paths and environment values are data, never shell code."""
+its input file, nor the environment Slurm copies from the submitting process (and keeps with the
+job); hostile values in paths and environment values are data, never shell code."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ CANARY = "canary-slurm-e1c4b7"
 SEEN = (
     "import os, json, hashlib; d = os.environ['JUDGEFLOW_STAGE_DIR']; "
     "json.dump({k: hashlib.sha256(os.environ.get(k, '').encode()).hexdigest() for k in "
-    "('HF_TOKEN', 'DB_PASSWORD', 'HOSTILE')}, open(os.path.join(d, 'result.json'), 'w'))"
+    "('HF_TOKEN', 'DB_PASSWORD', 'HOSTILE', 'CANARY_SOURCE', 'JUDGEFLOW_SECRET__PLANTED')}, "
+    "open(os.path.join(d, 'result.json'), 'w'))"
 )
 
 
@@ -42,6 +44,7 @@ def test_secrets_and_hostile_values_on_a_real_slurm_job(
     shared = tmp_path / f"jobs dir 'q' ; $(touch {marker})"
     monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("CANARY_SOURCE", CANARY + "-env")
+    monkeypatch.setenv("JUDGEFLOW_SECRET__PLANTED", CANARY + "-cli")  # `judgeflow run` leaves one
     overrides = [
         "cluster.backend=slurm", "cluster.partition=debug", "cluster.gpus_per_node=0",
         "cluster.timeout_min=5", f"cluster.shared_dir={json.dumps(str(shared))}",
@@ -59,6 +62,9 @@ def test_secrets_and_hostile_values_on_a_real_slurm_job(
         "HF_TOKEN": _digest(CANARY),
         "DB_PASSWORD": _digest(CANARY + "-env"),
         "HOSTILE": _digest(hostile),  # delivered verbatim
+        # not copied from the submitting environment: sbatch ran without them
+        "CANARY_SOURCE": _digest(""),
+        "JUDGEFLOW_SECRET__PLANTED": _digest(""),
     }
     assert not marker.exists(), "a value was executed as shell code"
     job_folder = Path(spec.workdir)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import sys
 import traceback
@@ -29,9 +30,15 @@ from judgeflow.redaction import (
     split_userinfo,
     strip_credentials,
 )
-from judgeflow.secrets import SecretError, block_env_name, public_env, resolve_secrets
+from judgeflow.secrets import (
+    MLFLOW_CREDENTIAL_ENV,
+    SecretError,
+    block_env_name,
+    public_env,
+    resolve_secrets,
+)
 from judgeflow.stages import stage_spec
-from judgeflow.tracking import CREDENTIAL_ENV, Tracker, resolve_tracking_uri
+from judgeflow.tracking import Tracker, resolve_tracking_uri
 
 CANARY = "canary-7f3a9e-do-not-leak"
 DSN = f"postgresql://etl:{CANARY}-dsn@db.internal:5432/warehouse"
@@ -41,7 +48,7 @@ DSN = f"postgresql://etl:{CANARY}-dsn@db.internal:5432/warehouse"
 def mlflow_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     """MLflow's URI and credential variables unset, and restored after the test (which the code
     under test sets in os.environ itself)."""
-    for name in ("MLFLOW_TRACKING_URI", *CREDENTIAL_ENV):
+    for name in ("MLFLOW_TRACKING_URI", *MLFLOW_CREDENTIAL_ENV):
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
 
@@ -361,3 +368,28 @@ def test_mlflow_keeps_no_credentials_whatever_a_stage_logs() -> None:
     tracker.log_dict({"source": url, "files": [{"from": url}], "rows": 3}, "data/manifest.json")
     text = repr(logged)
     assert CANARY not in text and "https://h/x.jsonl?sig=***" in text and "'rows': 3" in text
+
+
+def test_a_job_is_submitted_without_the_secrets_of_the_flow_s_environment() -> None:
+    """What sbatch would copy into the job (Slurm's --export=ALL): none of MLflow's credential
+    variables, what `judgeflow run` and Prefect Secret blocks left, or what an env: reference
+    names; the job has them from its input file. The storage credentials stay (jobs use them)."""
+    from judgeflow.cluster.submit import _auto_executor
+    from judgeflow.secrets import secret_variables
+
+    cfg = load_config("grpo-pointwise", overrides=["cluster.secrets.DB_PASSWORD=env:MY_DB_PW"])
+    environ = ["PATH", "MY_DB_PW", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_URI",
+               "JUDGEFLOW_SECRET__HF_TOKEN", "JUDGEFLOW_SECRET_BLOCK__VAULT", "AWS_SECRET_ACCESS_KEY"]  # fmt: skip
+    assert secret_variables(cfg.cluster, environ) == [
+        "JUDGEFLOW_SECRET_BLOCK__VAULT", "JUDGEFLOW_SECRET__HF_TOKEN", "MLFLOW_TRACKING_PASSWORD", "MY_DB_PW",
+    ]  # fmt: skip
+    if shutil.which("srun") is None:
+        pytest.skip("submitit builds a Slurm executor only where srun is")
+    os.environ["JUDGEFLOW_SECRET__PLANTED"] = "x"
+    try:
+        executor = _auto_executor(cfg.cluster, "/tmp/unused", "slurm")
+        command = executor._executor._make_submission_command(Path("job.sh"))
+    finally:
+        del os.environ["JUDGEFLOW_SECRET__PLANTED"]
+    assert command[0] == "env" and command[-2:] == ["sbatch", "job.sh"]
+    assert "--unset=JUDGEFLOW_SECRET__PLANTED" in command

@@ -12,13 +12,14 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import submitit
+from submitit.slurm.slurm import SlurmExecutor
 
 from judgeflow.cluster.stage import StageFailed, StageJob, StageSpec
 from judgeflow.config import ClusterConfig
-from judgeflow.secrets import public_env
+from judgeflow.secrets import public_env, secret_variables
 
 
 class JobState(enum.Enum):
@@ -265,7 +266,27 @@ def executor_options(cluster: ClusterConfig) -> dict[str, Any]:
 def _auto_executor(
     cluster: ClusterConfig, folder: str | Path, backend: str
 ) -> submitit.AutoExecutor:
-    return submitit.AutoExecutor(folder=str(folder), cluster=backend, **executor_options(cluster))
+    options = executor_options(cluster)
+    executor = submitit.AutoExecutor(folder=str(folder), cluster=backend, **options)
+    if backend == "slurm":  # the same executor, submitting without the job's secrets
+        slurm = executor._executor
+        assert type(slurm) is SlurmExecutor, type(slurm)  # what AutoExecutor makes for "slurm"
+        slurm.__class__ = _SlurmWithoutSecrets
+        cast(_SlurmWithoutSecrets, slurm).hidden = secret_variables(cluster)
+    return executor
+
+
+class _SlurmWithoutSecrets(SlurmExecutor):
+    """submitit's Slurm executor, running sbatch without the variables of this process that
+    hold the job's secrets (`judgeflow.secrets.secret_variables`): sbatch copies its whole
+    environment into the job (`--export=ALL`, Slurm's default) and slurmctld keeps it with the
+    job, where `scontrol` and accounting can show it. The job gets them from its input file."""
+
+    hidden: list[str]
+
+    def _make_submission_command(self, submission_file_path: Path) -> list[str]:
+        unset = [f"--unset={name}" for name in self.hidden]
+        return ["env", *unset, *super()._make_submission_command(submission_file_path)]
 
 
 def _job_failure(spec: StageSpec) -> dict[str, Any] | None:
