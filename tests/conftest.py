@@ -78,10 +78,23 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real `mlflow server` on SQLite with a local artifact root; yields its URI."""
+def shared_mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real `mlflow server` on SQLite with a local artifact root, one per session."""
     with running_mlflow_server(tmp_path_factory.mktemp("mlflow")) as uri:
         yield uri
+
+
+@pytest.fixture
+def mlflow_server(shared_mlflow_server: str) -> str:
+    """The session's MLflow server with an empty model registry: a champion an earlier test
+    registered points at weights in that test's temporary folder, which pytest has removed, and
+    the gate rightly refuses to replace a champion it cannot find (ChampionNotFoundError)."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(shared_mlflow_server)
+    for model in client.search_registered_models():
+        client.delete_registered_model(model.name)
+    return shared_mlflow_server
 
 
 @pytest.fixture
