@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/demo.py tables     # the two tiny runs' tables (about 5 min)
     .venv/bin/python benchmarks/demo.py seeds      # data.seed 1, 2, 3 x both modes (about 20 min)
+    .venv/bin/python benchmarks/demo.py seeds --modes grrm [--set KEY=VALUE …] --output NAME.json
     .venv/bin/python benchmarks/demo.py rules      # what one-line rules score on the demo data
 
 Every run is `judgeflow run grpo-<mode> --profile tiny [--set data.seed=S]` as a subprocess in
@@ -16,6 +17,9 @@ with nothing from the caller's environment pointing it at other services.
   GRPO judge's figures on the validation split (overall and per subset), and whether GRPO met
   the demo's bar (reward_mean at least `MIN_GAIN` above SFT, format failures at most
   `MAX_FORMAT_FAILURES`). A benchmark, not a test: it takes twenty minutes.
+- `seeds --modes grrm` does the same for `judgeflow run grrm-full --profile tiny`, whose bar is
+  RLVR raising the ranking accuracy over the SFT model; `--set` passes overrides to every run
+  (recorded in the file) and `--output` names the file.
 - `rules` writes benchmarks/results/demo-rules.json: `judgeflow.dev.demo_data.RULES` scored by
   the evaluation's own metric code on the validation files (overall and per subset).
 
@@ -45,6 +49,7 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 BIN = Path(sys.executable).parent
 MODES = ("pointwise", "pairwise")
+RECIPES = {"pointwise": "grpo-pointwise", "pairwise": "grpo-pairwise", "grrm": "grrm-full"}
 SEEDS = (1, 2, 3)
 #: The demo's bar for GRPO, per seed and mode (issue 17).
 MIN_GAIN = 0.15
@@ -79,7 +84,7 @@ def run_tiny(home: Path, mode: str, sets: Sequence[str] = ()) -> tuple[str, dict
             check=True,
             capture_output=True,
         )
-    command = [str(BIN / "judgeflow"), "run", f"grpo-{mode}", "--profile", "tiny"]
+    command = [str(BIN / "judgeflow"), "run", RECIPES[mode], "--profile", "tiny"]
     for item in sets:
         command += ["--set", item]
     proc = subprocess.run(
@@ -154,33 +159,44 @@ def _figures(metrics: dict[str, float], label: str) -> dict[str, Any]:
     return {"overall": overall, "subsets": subsets}
 
 
-def seeds(selected_modes: Sequence[str], selected_seeds: Sequence[int]) -> None:
+def seeds(
+    selected_modes: Sequence[str],
+    selected_seeds: Sequence[int],
+    overrides: Sequence[str] = (),
+    output: str = "demo-seeds.json",
+) -> None:
     runs = []
     started = time.monotonic()
     for mode in selected_modes:
         for seed in selected_seeds:
             t0 = time.monotonic()
             with tempfile.TemporaryDirectory(prefix="jf-seed-") as tmp:
-                _, metrics = run_tiny(Path(tmp), mode, [f"data.seed={seed}"])
+                _, metrics = run_tiny(Path(tmp), mode, [f"data.seed={seed}", *overrides])
             sft, after = _figures(metrics, "sft"), _figures(metrics, "after")
             gain = after["overall"]["reward_mean"] - sft["overall"]["reward_mean"]
-            ok = gain >= MIN_GAIN and after["overall"]["format_failure_rate"] <= MAX_FORMAT_FAILURES
+            failures = after["overall"]["format_failure_rate"]
+            if mode == "grrm":
+                ranking = after["overall"]["ranking_accuracy"] - sft["overall"]["ranking_accuracy"]
+                ok = ranking > 0 and failures <= sft["overall"]["format_failure_rate"]
+            else:
+                ok = gain >= MIN_GAIN and failures <= MAX_FORMAT_FAILURES
             seconds = round(time.monotonic() - t0, 1)
             runs.append({"mode": mode, "seed": seed, "sft": sft, "after": after,
                          "reward_gain": gain, "meets_bar": ok, "seconds": seconds})  # fmt: skip
             print(f"{mode} seed {seed}: reward {sft['overall']['reward_mean']:.3f} -> "
                   f"{after['overall']['reward_mean']:.3f} ({gain:+.3f}), format failures "
-                  f"{after['overall']['format_failure_rate']:.3f}: "
-                  f"{'meets' if ok else 'MISSES'} the bar", flush=True)  # fmt: skip
+                  f"{failures:.3f}: {'meets' if ok else 'MISSES'} the bar", flush=True)  # fmt: skip
     _write(
-        "demo-seeds.json",
+        output,
         {
             "command": "benchmarks/demo.py seeds",
-            "bar": {"min_reward_gain": MIN_GAIN, "max_format_failure_rate": MAX_FORMAT_FAILURES},
+            "overrides": list(overrides),
+            "bar": {"min_reward_gain": MIN_GAIN, "max_format_failure_rate": MAX_FORMAT_FAILURES,
+                    "grrm": "ranking_accuracy above the SFT model's, format failures not above"},
             "runs": runs,
             "seconds": round(time.monotonic() - started, 1),
         },
-    )
+    )  # fmt: skip
 
 
 def rules() -> None:
@@ -229,7 +245,7 @@ def _write(name: str, payload: dict[str, Any]) -> None:
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "git_commit": _git("rev-parse", "HEAD"),
         # files that differed from that commit when the results were written
-        "git_modified": [line[3:] for line in _git("status", "--porcelain").splitlines()],
+        "git_modified": _git("diff", "HEAD", "--name-only").splitlines(),
         "machine": _machine(),
         **payload,
     }
@@ -243,13 +259,22 @@ def _write(name: str, payload: dict[str, Any]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=("tables", "seeds", "rules"))
-    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(RECIPES))
     parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an override for every run (seeds)",
+    )
+    parser.add_argument("--output", default="demo-seeds.json", help="file in benchmarks/results")
     args = parser.parse_args(argv)
     if args.what == "tables":
         tables()
     elif args.what == "seeds":
-        seeds(args.modes, args.seeds)
+        seeds(args.modes, args.seeds, args.overrides, args.output)
     else:
         rules()
     return 0

@@ -162,6 +162,35 @@ def demo_seeds_table(source: Path) -> str:
     return "\n".join(lines)
 
 
+def grrm_seeds_table(source: Path) -> str:
+    """benchmarks/demo.py seeds --modes grrm: per seed, the SFT model and the RLVR model."""
+    results = _json(source)
+    lines = [
+        "| data.seed | ranking_accuracy SFT → RLVR | format failures SFT → RLVR "
+        "| reward_mean (0–2) SFT → RLVR |",
+        "|---|---|---|---|",
+    ]
+    moved = []
+    for run in results["runs"]:
+        sft, after = run["sft"]["overall"], run["after"]["overall"]
+        moved.append(after["ranking_accuracy"] - sft["ranking_accuracy"])
+        lines.append(
+            f"| {run['seed']} | {sft['ranking_accuracy']:.3f} → {after['ranking_accuracy']:.3f} "
+            f"| {sft['format_failure_rate']:.3f} → {after['format_failure_rate']:.3f} "
+            f"| {sft['reward_mean']:.3f} → {after['reward_mean']:.3f} |"
+        )
+    groups = int(results["runs"][0]["after"]["overall"]["n"])
+    overrides = ", ".join(f"`{o}`" for o in results["overrides"]) or "the profile as shipped"
+    lines += [
+        "",
+        f"With {overrides}: RLVR raised the ranking accuracy in {sum(d > 0 for d in moved)} of "
+        f"{len(moved)} runs, lowered it in {sum(d < 0 for d in moved)}; one test group of "
+        f"{groups} is {1 / groups:.4f}. `benchmarks/results/{source.name}`: "
+        f"{results['date'][:10]}, commit `{results['git_commit'][:10]}`.",
+    ]
+    return "\n".join(lines)
+
+
 def demo_rules_table(source: Path) -> str:
     """benchmarks/demo.py rules: each one-line rule's primary metric, overall and per subset."""
     results = _json(source)["rules"]
@@ -199,6 +228,7 @@ REGIONS: dict[str, Region] = {
     "quickstart-pairwise": Region("benchmarks/results/demo-pairwise.txt", fenced),
     "demo-seeds": Region("benchmarks/results/demo-seeds.json", demo_seeds_table),
     "demo-rules": Region("benchmarks/results/demo-rules.json", demo_rules_table),
+    "grrm-seeds": Region("benchmarks/results/demo-seeds-grrm.json", grrm_seeds_table),
     "tiny-model-parameters": Region(
         "benchmarks/results/demo-tables.json", _tables_meta("tiny_model_parameters", "{:,}")
     ),
