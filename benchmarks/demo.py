@@ -31,8 +31,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import platform
 import re
 import sqlite3
 import subprocess
@@ -44,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import _env
+from run import git_state, machine
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -57,22 +56,6 @@ MAX_FORMAT_FAILURES = 0.10
 #: What `tables` keeps of a run's output: the comparison table(s) and the registry's decisions.
 _TABLES = re.compile(r"^Judge on the validation split.*?(?=^\s*$|^Open the UIs)", re.M | re.S)
 _RUN_ID = re.compile(r"MLflow run id : (\w+)")
-
-
-def _machine() -> dict[str, Any]:
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version()}
-
-
-def _git(*args: str) -> str:
-    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
 
 
 def run_tiny(home: Path, mode: str, sets: Sequence[str] = ()) -> tuple[str, dict[str, float]]:
@@ -115,7 +98,6 @@ def printed_tables(output: str) -> str:
 
 
 def tables() -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
     seconds = {}
     for mode in MODES:
         with tempfile.TemporaryDirectory(prefix="jf-demo-") as tmp:
@@ -124,9 +106,8 @@ def tables() -> None:
             seconds[mode] = round(time.monotonic() - started, 1)
             text = printed_tables(output)
             parameters = _parameters(Path(tmp) / "tiny-model")
-        path = RESULTS / f"demo-{mode}.txt"
-        path.write_text(text, encoding="utf-8")
-        print(f"{path.relative_to(REPO)} ({seconds[mode]:.0f} s)\n{text}")
+        _write_text(RESULTS / f"demo-{mode}.txt", text)
+        print(f"({seconds[mode]:.0f} s)\n{text}")
     _write(
         "demo-tables.json",
         {
@@ -240,18 +221,22 @@ def _rule_verdict(mode: str, row: dict[str, Any], helpful: Any) -> str:
 
 
 def _write(name: str, payload: dict[str, Any]) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    git = git_state()
     payload = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "git_commit": _git("rev-parse", "HEAD"),
-        # files that differed from that commit when the results were written
-        "git_modified": _git("diff", "HEAD", "--name-only").splitlines(),
-        "machine": _machine(),
+        "git_commit": git["commit"],
+        "git_modified": git["modified"],  # files that differed from that commit
+        "machine": machine(),
         **payload,
     }
-    path = RESULTS / name
+    _write_text(RESULTS / name, json.dumps(payload, indent=2, sort_keys=False) + "\n")
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Whole or not at all: written under a temporary name, then renamed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
     print(f"wrote {path.relative_to(REPO)}")
 

@@ -120,6 +120,12 @@ def _json(source: Path) -> Any:
 UNSEEN_KEY = "tinyjudge_unseen-non-answer"
 
 
+def _raised(changes: list[float], joint: str = " and") -> str:
+    """'X of N runs and lowered it in Y': how many per-run changes went up, and down."""
+    up, down = sum(d > 0 for d in changes), sum(d < 0 for d in changes)
+    return f"{up} of {len(changes)} runs{joint} lowered it in {down}"
+
+
 def demo_seeds_table(source: Path) -> str:
     """benchmarks/demo.py seeds: per mode and seed, the SFT model and the GRPO judge."""
     results = _json(source)
@@ -148,9 +154,7 @@ def demo_seeds_table(source: Path) -> str:
     ]
     lines += [
         "",
-        f"On the unseen non-answers GRPO raised the primary metric in "
-        f"{sum(d > 0 for d in moved)} of {len(moved)} runs and lowered it in "
-        f"{sum(d < 0 for d in moved)}.",
+        f"On the unseen non-answers GRPO raised the primary metric in {_raised(moved)}.",
         "",
         f"{met} of {len(results['runs'])} runs meet the bar (reward_mean at least "
         f"{bar['min_reward_gain']} above the SFT model, format failures at most "
@@ -183,9 +187,8 @@ def grrm_seeds_table(source: Path) -> str:
     overrides = ", ".join(f"`{o}`" for o in results["overrides"]) or "the profile as shipped"
     lines += [
         "",
-        f"With {overrides}: RLVR raised the ranking accuracy in {sum(d > 0 for d in moved)} of "
-        f"{len(moved)} runs, lowered it in {sum(d < 0 for d in moved)}; one test group of "
-        f"{groups} is {1 / groups:.4f}. `benchmarks/results/{source.name}`: "
+        f"With {overrides}: RLVR raised the ranking accuracy in {_raised(moved, ',')}; one test "
+        f"group of {groups} is {1 / groups:.4f}. `benchmarks/results/{source.name}`: "
         f"{results['date'][:10]}, commit `{results['git_commit'][:10]}`.",
     ]
     return "\n".join(lines)

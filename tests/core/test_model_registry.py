@@ -213,6 +213,35 @@ def test_unknown_model_uri_says_what_exists(mlflow_server: str) -> None:
         registry.resolve("runs:/abc/model")
 
 
+def _first_kept_apart_then_a_checked_champion(
+    registry: ModelRegistry,
+    client: MlflowClient,
+    base: dict[str, Any],
+    status: str,
+    kept_set: str,
+    reason: str,
+) -> None:
+    """v1, measured with `status` on `kept_set`, stays a marked challenger even as the first
+    version; v2, checked on base's set, becomes champion."""
+    name = base["name"]
+    first = registry.register(
+        model_uri="/m/1", run_id=_run(client), evaluation={"exact_match": 0.9},
+        decontamination=status, **{**base, "eval_set": kept_set},
+    )  # fmt: skip
+    assert not first.promoted and first.decontamination == status
+    assert reason in first.reason
+    v1 = client.get_model_version(name, "1").tags
+    assert v1["judgeflow.decontamination"] == status and v1["challenger"] == "true"
+    assert f"judgeflow.eval.{kept_set}" in v1 and f"judgeflow.eval.{base['eval_set']}" not in v1
+    assert registry.champion(name) is None
+
+    clean = registry.register(
+        model_uri="/m/2", run_id=_run(client), evaluation={"exact_match": 0.5},
+        decontamination=CHECKED, **base,
+    )  # fmt: skip
+    assert clean.promoted and clean.version == "2"
+
+
 def test_overlap_allowed_numbers_are_kept_apart_and_never_promote(mlflow_server: str) -> None:
     registry = ModelRegistry(mlflow_server)
     client = MlflowClient(mlflow_server)
@@ -221,22 +250,10 @@ def test_overlap_allowed_numbers_are_kept_apart_and_never_promote(mlflow_server:
             "description": "", "eval_set": "s1"}  # fmt: skip
 
     # Measured with overlap allowed: kept as challenger even as the first version, marked.
-    first = registry.register(
-        model_uri="/m/1", run_id=_run(client), evaluation={"exact_match": 0.9},
-        decontamination=OVERLAP_ALLOWED, **{**base, "eval_set": overlap_set("s1")},
+    _first_kept_apart_then_a_checked_champion(
+        registry, client, base, OVERLAP_ALLOWED, overlap_set("s1"),
+        "measured on evaluation rows it trained on",
     )  # fmt: skip
-    assert not first.promoted and first.decontamination == OVERLAP_ALLOWED
-    assert "measured on evaluation rows it trained on" in first.reason
-    v1 = client.get_model_version(name, "1").tags
-    assert v1["judgeflow.decontamination"] == OVERLAP_ALLOWED and v1["challenger"] == "true"
-    assert f"judgeflow.eval.{overlap_set('s1')}" in v1 and "judgeflow.eval.s1" not in v1
-    assert registry.champion(name) is None
-
-    clean = registry.register(
-        model_uri="/m/2", run_id=_run(client), evaluation={"exact_match": 0.5},
-        decontamination=CHECKED, **base,
-    )  # fmt: skip
-    assert clean.promoted and clean.version == "2"
 
     # The champion measured on rows it had trained on: its numbers go to the overlap set and
     # are not compared with this version's clean ones.
@@ -303,22 +320,10 @@ def test_unchecked_numbers_are_kept_apart_and_never_promote(mlflow_server: str) 
     base = {"name": name, "mode": "pointwise", "metric": "exact_match", "tags": {},
             "description": "", "eval_set": "s1"}  # fmt: skip
 
-    first = registry.register(
-        model_uri="/m/1", run_id=_run(client), evaluation={"exact_match": 0.9},
-        decontamination=UNCHECKED, **{**base, "eval_set": unchecked_set("s1")},
+    _first_kept_apart_then_a_checked_champion(
+        registry, client, base, UNCHECKED, unchecked_set("s1"),
+        "is unchecked: the model has no lineage file",
     )  # fmt: skip
-    assert not first.promoted and first.decontamination == UNCHECKED
-    assert "is unchecked: the model has no lineage file" in first.reason
-    v1 = client.get_model_version(name, "1").tags
-    assert v1["judgeflow.decontamination"] == UNCHECKED and v1["challenger"] == "true"
-    assert f"judgeflow.eval.{unchecked_set('s1')}" in v1 and "judgeflow.eval.s1" not in v1
-    assert registry.champion(name) is None
-
-    clean = registry.register(
-        model_uri="/m/2", run_id=_run(client), evaluation={"exact_match": 0.5},
-        decontamination=CHECKED, **base,
-    )  # fmt: skip
-    assert clean.promoted and clean.version == "2"
 
     # The champion measured without lineage: its numbers go to the unchecked set and are not
     # compared with this version's checked ones, however they stand.
