@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from judgeflow.config import load_config
 from judgeflow.dev.demo_data import (
     N_SFT_QUESTIONS,
     N_VAL_QUESTIONS,
     SEEN_NON_ANSWERS,
+    TEACHER_COMMITS,
     TEACHER_PICKS_B,
     UNSEEN_NON_ANSWERS,
     demo_rows,
@@ -108,5 +110,21 @@ def test_the_readme_describes_the_data_as_generated() -> None:
         f"drawn from {len(SEEN_NON_ANSWERS)}\n  phrasings",
         f"one of {len(UNSEEN_NON_ANSWERS)} non-answers",
         f"only {TEACHER_PICKS_B:.0%} of the pairs",
+        f"the right extreme only {TEACHER_COMMITS:.0%} of the time",
+    ):
+        assert said in readme, said
+
+
+def test_the_readme_states_the_tiny_profiles_settings() -> None:
+    """The settings the README's demo and GRRM paragraphs quote are the tiny profiles'."""
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    pointwise = load_config("grpo-pointwise", profile="tiny")
+    pairwise = load_config("grpo-pairwise", profile="tiny")
+    grrm = load_config("grrm-full", profile="tiny")
+    for said in (
+        f"trains {pointwise.grpo.max_steps} GRPO steps with TRL",
+        f"{grrm.sft.num_train_epochs:g} SFT epochs, then {grrm.grpo.max_steps} gentle RLVR "
+        f"steps at lr {grrm.grpo.learning_rate:.0e}".replace("e-0", "e-"),
+        f"With {pairwise.sft.num_train_epochs:g} SFT epochs the SFT judge",
     ):
         assert said in readme, said

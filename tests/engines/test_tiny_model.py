@@ -50,6 +50,17 @@ def test_shape_is_the_documented_tiny_qwen2(tiny: Path) -> None:
     assert model.generation_config.pad_token_id == tokenizer.convert_tokens_to_ids("<|endoftext|>")
 
 
+def test_the_readme_describes_the_tiny_model_as_built(tiny: Path) -> None:
+    config = AutoModelForCausalLM.from_pretrained(tiny).config
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    said = (
+        f"A random-init Qwen2 of {config.num_hidden_layers} layers and hidden size "
+        f"{config.hidden_size}"
+    )
+    assert said in readme, said
+    assert f"its {config.vocab_size:,}-token vocabulary" in readme, config.vocab_size
+
+
 def test_same_seed_same_files_other_seed_other_weights(tiny: Path, tmp_path: Path) -> None:
     again = build_tiny_model(tmp_path / "again", seed=0)
     other = build_tiny_model(tmp_path / "other", seed=1)
