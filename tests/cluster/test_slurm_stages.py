@@ -233,8 +233,9 @@ CANCEL_SELF = textwrap.dedent(
     before = _cancelled_before_start()
     subprocess.run(["scancel", os.environ["SLURM_JOB_ID"]], check=True)
     time.sleep(1.0)
-    with open(sys.argv[1], "w") as fh:
+    with open(sys.argv[1] + ".part", "w") as fh:
         json.dump([before, _cancelled_before_start()], fh)
+    os.replace(sys.argv[1] + ".part", sys.argv[1])  # the test reads it as soon as it exists
     time.sleep(60)  # Slurm's SIGKILL ends this after KillWait
     """
 )
