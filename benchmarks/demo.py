@@ -185,7 +185,7 @@ def rules() -> None:
     from judgeflow.data import prepare_judge
     from judgeflow.dev.demo_data import RULES
     from judgeflow.evaluation import evaluation_rows, judge_rows, read_rows
-    from judgeflow.evaluation_metrics import summarise
+    from judgeflow.evaluation.metrics import summarise
     from judgeflow.samples import sample_path
 
     out: dict[str, Any] = {}

@@ -8,8 +8,8 @@ import os
 from prefect.blocks.system import Secret
 
 from judgeflow.config import RunConfig
-from judgeflow.credentials import credential_env
-from judgeflow.secrets import block_env_name, reference
+from judgeflow.config.credentials import credential_env
+from judgeflow.config.secrets import block_env_name, reference
 
 
 def use_storage_credentials(cfg: RunConfig) -> list[str]:

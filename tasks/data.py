@@ -12,7 +12,7 @@ from prefect.runtime import task_run
 
 from judgeflow import stages
 from judgeflow.config import RunConfig
-from judgeflow.redaction import strip_credentials
+from judgeflow.config.redaction import strip_credentials
 from judgeflow.storage import Manifest
 from tasks.policies import BACKOFF, JITTER, retry_transient
 

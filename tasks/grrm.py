@@ -10,10 +10,11 @@ from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from judgeflow import lineage, stages
+from judgeflow import stages
 from judgeflow.config import RunConfig
 from judgeflow.data import GrrmPrepareResult
 from judgeflow.data import shards as grrm_shards
+from judgeflow.registry import lineage
 from judgeflow.storage import Manifest
 from judgeflow.tracking import Tracker
 from tasks.policies import BACKOFF, JITTER, retry_transient

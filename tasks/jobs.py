@@ -11,7 +11,7 @@ from prefect.context import TaskRunContext
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 
-from judgeflow.cluster import StageProgress, StageSpec, registry, submit, watch
+from judgeflow.cluster import StageProgress, StageSpec, submit, submitted, watch
 from judgeflow.cluster.submit import StageHandle, attach
 from judgeflow.config import RunConfig
 from judgeflow.console import report_progress
@@ -57,7 +57,7 @@ def run_job(
         logger.info("%s: following job %s, submitted earlier by this run", spec.name, handle.job_id)
     else:
         handle = submit(spec, cfg.cluster)
-        registry.record(
+        submitted.record(
             cfg.cluster.shared_dir, key,
             backend=cfg.cluster.backend, job_id=handle.job_id, stage=spec.name,
         )  # fmt: skip
@@ -101,7 +101,7 @@ def follow(
 def _still_running(cfg: RunConfig, spec: StageSpec, key: str) -> StageHandle | None:
     """This run's last job of this stage, if it is still queued or running: a task retried
     after the flow lost track of its job (the Prefect API down, say) follows it again."""
-    earlier = registry.submitted(cfg.cluster.shared_dir, key, spec.name)
+    earlier = submitted.of_stage(cfg.cluster.shared_dir, key, spec.name)
     return attach(spec, cfg.cluster, str(earlier[-1]["job_id"])) if earlier else None
 
 

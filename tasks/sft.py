@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from prefect import task
 
-from judgeflow import caching, lineage, stages
+from judgeflow import caching, stages
 from judgeflow.config import RunConfig
+from judgeflow.registry import lineage
 from judgeflow.storage import Manifest
 from judgeflow.tracking import Tracker
 from tasks.jobs import run_job, training_progress

@@ -19,7 +19,7 @@ from prefect.artifacts import create_table_artifact
 from prefect.runtime import flow_run
 
 from judgeflow import stages
-from judgeflow.cluster import registry
+from judgeflow.cluster import submitted
 from judgeflow.config import RunConfig
 from judgeflow.console import comparison_rows, report_stage
 from judgeflow.storage import Manifest
@@ -280,7 +280,7 @@ def publish_comparison(
     A stage that came from the cache logged its curve in the run that trained it: `trained_in`
     lists those runs (SFT's, GRPO's), searched after this one.
     """
-    from judgeflow.plots import plot_comparison, plot_curves
+    from judgeflow.evaluation.plots import plot_comparison, plot_curves
 
     rows = comparison_rows(metrics, labels)
     tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
@@ -316,7 +316,7 @@ def _rounded(row: dict[str, Any]) -> dict[str, Any]:
 
 def submitted_jobs(shared_dir: str, flow_run_id: str) -> dict[str, list[str]]:
     """Job ids per stage name (`train`, `evaluate-before`, …) that this flow run submitted."""
-    path = registry.registry_file(shared_dir, flow_run_id)
+    path = submitted.jobs_file(shared_dir, flow_run_id)
     out: dict[str, list[str]] = {}
     if path.exists():
         for line in path.read_text().splitlines():

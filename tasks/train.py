@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from prefect import task
 
 from judgeflow import stages
-from judgeflow.cluster import registry
+from judgeflow.cluster import submitted
 from judgeflow.config import RunConfig
 from tasks.jobs import run_job, training_progress
 from tasks.policies import retry_transient
@@ -51,7 +51,7 @@ def cancel_submitted_jobs(flow, flow_run, state) -> None:
         profile=params.get("profile"),
         overrides=params.get("overrides") or [],
     )
-    cancelled = registry.cancel_all(cfg.cluster.shared_dir, str(flow_run.id))
+    cancelled = submitted.cancel_all(cfg.cluster.shared_dir, str(flow_run.id))
     if cancelled:
         print(
             f"judgeflow: flow run {flow_run.name} is {state.name}; cancelled jobs {', '.join(cancelled)}"

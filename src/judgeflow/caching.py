@@ -29,17 +29,16 @@ from typing import Any
 
 import judgeflow
 from judgeflow.config import RunConfig, judgeflow_home
+from judgeflow.config.redaction import strip_credentials
 from judgeflow.data.io import exists
-from judgeflow.redaction import strip_credentials
 
 PACKAGE_DIR = Path(judgeflow.__file__).parent
 
 # Source files whose behaviour a stage's output depends on (relative to the package).
 PREPARE_CODE = ("data",)
-TRAIN_CODE = ("engines", "rewards", "stages", "render.py", "cluster")
-EVALUATE_CODE = ("evaluation.py", "evaluation_metrics.py", "decontamination.py",
-                 "stages/evaluate.py", "data/prompt_hashes.py", "data/templates.py", "engines",
-                 "rewards")  # fmt: skip
+TRAIN_CODE = ("engines", "rewards", "stages", "cli/dry_run.py", "cluster")
+EVALUATE_CODE = ("evaluation", "stages/evaluate.py", "data/prompt_hashes.py", "data/templates.py",
+                 "engines", "rewards")  # fmt: skip
 
 # Markers filesystems report for "this file's version" (s3: ETag; local: mtime; hf: blob_id/lfs).
 _VERSION_FIELDS = ("ETag", "etag", "mtime", "LastModified", "last_modified", "blob_id", "sha256")

@@ -170,7 +170,7 @@ def subset_comparison_rows(
 def summary_tables(summary: Mapping[str, Any]) -> list[Table]:
     """What `judgeflow run` prints at the end of a run (a flow's returned summary): the before →
     after comparison, and the mode's primary metric per subset when there are several."""
-    from judgeflow.evaluation_metrics import PRIMARY_METRIC
+    from judgeflow.evaluation.metrics import PRIMARY_METRIC
 
     rows = summary.get("comparison") or []
     if not rows:

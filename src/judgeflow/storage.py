@@ -27,8 +27,8 @@ from typing import Any
 
 import fsspec
 
+from judgeflow.config.redaction import has_url_credentials, strip_credentials
 from judgeflow.data.io import atomic_write_text, atomic_writer, sha256_file
-from judgeflow.redaction import has_url_credentials, strip_credentials
 
 DATA_SUFFIXES = (".parquet", ".jsonl", ".json")
 SAMPLES_DIR = Path(__file__).parent / "samples"
@@ -95,8 +95,8 @@ class Manifest:
 def resolve_uri(uri: str, revision: str | None = None) -> str:
     """Normalise a source to an fsspec URL: sample:// -> packaged file, plain path -> file://;
     a URL `judgeflow run` passed without its credentials gets them back
-    (`judgeflow.secrets.with_url_credentials`)."""
-    from judgeflow.secrets import with_url_credentials
+    (`judgeflow.config.secrets.with_url_credentials`)."""
+    from judgeflow.config.secrets import with_url_credentials
 
     uri = with_url_credentials(uri)
     if uri.startswith("sample://"):

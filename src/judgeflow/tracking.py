@@ -20,8 +20,8 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from judgeflow.config import ConfigError, judgeflow_home
-from judgeflow.redaction import split_userinfo, strip_credentials
-from judgeflow.secrets import MLFLOW_CREDENTIAL_ENV
+from judgeflow.config.redaction import split_userinfo, strip_credentials
+from judgeflow.config.secrets import MLFLOW_CREDENTIAL_ENV
 
 _METRIC_NAME = re.compile(r"[^\w\-. /:]")
 _MAX_PARAM = 6000

@@ -1,5 +1,5 @@
 """A task retried while its Slurm job still runs follows that job instead of submitting another
-(the run's job registry names it; `tasks.jobs._still_running`, `judgeflow.cluster.attach`)."""
+(the jobs file of the run names it; `tasks.jobs._still_running`, `judgeflow.cluster.attach`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from judgeflow.cluster import StageSpec, registry, submit, watch
+from judgeflow.cluster import StageSpec, submit, submitted, watch
 from judgeflow.config import load_config
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def test_a_retried_task_follows_the_job_it_submitted(
     key = f"flow-run-{uuid.uuid4().hex[:8]}"
     assert _still_running(cfg, spec, key) is None  # nothing submitted yet: submit
     first = submit(spec, cfg.cluster)
-    registry.record(
+    submitted.record(
         cfg.cluster.shared_dir, key, backend="slurm", job_id=first.job_id, stage="train"
     )
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
-from judgeflow.cli import app
+from judgeflow.cli.commands import app
 from judgeflow.samples import sample_path
 
 runner = CliRunner()

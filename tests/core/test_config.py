@@ -11,7 +11,7 @@ from judgeflow.config import (
     load_config,
     parse_override,
 )
-from judgeflow.redaction import flatten
+from judgeflow.config.redaction import flatten
 
 RECIPE_FILES = sorted(RECIPES_DIR.rglob("*.yaml"))
 
@@ -141,7 +141,7 @@ def test_balance_positions_is_pairwise_only() -> None:
     ],
 )  # fmt: skip
 def test_what_counts_as_a_secret_key(key: str, secret: bool) -> None:
-    from judgeflow.redaction import is_secret_key
+    from judgeflow.config.redaction import is_secret_key
 
     assert is_secret_key(key) is secret
 

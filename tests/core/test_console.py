@@ -48,7 +48,7 @@ def test_evaluation_tables_show_the_breakdowns() -> None:
 
     from judgeflow.console import evaluation_tables
     from judgeflow.evaluation import JudgeEvaluation, judge_rows
-    from judgeflow.evaluation_metrics import summarise
+    from judgeflow.evaluation.metrics import summarise
 
     rows = [
         {"data_source": "tinyjudge/legs", "prompt": [{"role": "user", "content": "q"}],
@@ -112,7 +112,7 @@ def test_step_lines_are_one_short_readable_line() -> None:
 
 
 def test_a_new_judgeflow_home_gets_its_tiny_model_built(tmp_path: Path, monkeypatch) -> None:
-    from judgeflow.cli import _ensure_model
+    from judgeflow.cli.commands import _ensure_model
 
     monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path))
     _ensure_model(str(tmp_path / "tiny-model"))

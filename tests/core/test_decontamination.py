@@ -15,12 +15,12 @@ import pytest
 from mlflow.tracking import MlflowClient
 from typer.testing import CliRunner
 
-from judgeflow.cli import app
+from judgeflow.cli.commands import app
 from judgeflow.config import RunConfig, load_config
 from judgeflow.data import prepare_judge
 from judgeflow.data.prompt_hashes import judge_prompt_hash
 from judgeflow.data.templates import render_pairwise, render_pointwise
-from judgeflow.decontamination import (
+from judgeflow.evaluation.decontamination import (
     CHECKED,
     LINEAGE_FILE,
     OVERLAP_ALLOWED,
@@ -35,7 +35,7 @@ from judgeflow.decontamination import (
     unchecked_set,
     write_lineage,
 )
-from judgeflow.model_registry import ModelRegistry
+from judgeflow.registry.models import ModelRegistry
 from judgeflow.samples import sample_path
 from judgeflow.stages import PreparedData, evaluate_stage
 from judgeflow.stages.evaluate import evaluation_set

@@ -26,13 +26,13 @@ from pydantic import BaseModel
 from judgeflow.caching import prepare_identity
 from judgeflow.cluster.submit import executor_options, executor_parameters
 from judgeflow.config import ConfigError, IgnoredKeyWarning, RunConfig, load_config
+from judgeflow.config.keys import ONLY_READ_BY
+from judgeflow.config.secrets import resolve_secrets
 from judgeflow.engines import llamafactory, trl
 from judgeflow.engines.verl import verl_overrides
 from judgeflow.engines.verl_eval import evaluation_gpus, validation_overrides
 from judgeflow.evaluation import params_from as evaluation_params
-from judgeflow.key_readers import ONLY_READ_BY
 from judgeflow.rewards import reward_module_path
-from judgeflow.secrets import resolve_secrets
 from judgeflow.stages import evaluation_job_config, grrm_rl_train_job, stage_spec, store_for
 from judgeflow.stages.evaluate import overlap_params
 from judgeflow.stages.register import gate_params

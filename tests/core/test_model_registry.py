@@ -14,7 +14,7 @@ from mlflow.tracking import MlflowClient
 
 from judgeflow.config import load_config
 from judgeflow.data import prepare_judge
-from judgeflow.decontamination import (
+from judgeflow.evaluation.decontamination import (
     CHECKED,
     LINEAGE_FILE,
     OVERLAP_ALLOWED,
@@ -23,7 +23,7 @@ from judgeflow.decontamination import (
     unchecked_set,
     write_lineage,
 )
-from judgeflow.model_registry import (
+from judgeflow.registry.models import (
     CHAMPION,
     ChampionNotFoundError,
     ModelRegistry,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judgeflow.cli import app
+from judgeflow.cli.commands import app
 
 
 def test_render_slurm_recipe_prints_sbatch_stage_and_engine_commands(

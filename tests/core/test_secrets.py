@@ -19,18 +19,18 @@ import pytest
 from servers import FilesBehindBasicAuth
 from typer.testing import CliRunner
 
-from judgeflow.cli import _secrets_out_of_parameters, app
+from judgeflow.cli.commands import _secrets_out_of_parameters, app
 from judgeflow.cluster import StageSpec, render_sbatch, submit
 from judgeflow.cluster.stage import SECRET_ENV
 from judgeflow.config import ConfigError, load_config
-from judgeflow.redaction import (
+from judgeflow.config.redaction import (
     flatten,
     has_url_credentials,
     is_secret,
     split_userinfo,
     strip_credentials,
 )
-from judgeflow.secrets import (
+from judgeflow.config.secrets import (
     MLFLOW_CREDENTIAL_ENV,
     SecretError,
     block_env_name,
@@ -297,7 +297,7 @@ def test_a_data_url_with_credentials_downloads_and_is_kept_without_them(
     data_server: FilesBehindBasicAuth, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from judgeflow.caching import download_key
-    from judgeflow.secrets import url_variable
+    from judgeflow.config.secrets import url_variable
     from judgeflow.storage import SourceError, download
 
     host = data_server.url.removeprefix("http://")
@@ -334,7 +334,7 @@ def test_a_data_url_with_credentials_as_a_deployment_parameter_is_warned_about(
 ) -> None:
     """The warning says how to give the URL instead: without them, and the whole URL in the
     variable the download reads (named after the URL, so it shows nothing secret)."""
-    from judgeflow.secrets import url_variable, with_url_credentials
+    from judgeflow.config.secrets import url_variable, with_url_credentials
 
     url = f"https://u:{CANARY}@data.internal/x.jsonl?token={CANARY}"
     bare = "https://data.internal/x.jsonl?token=***"
@@ -375,7 +375,7 @@ def test_a_job_is_submitted_without_the_secrets_of_the_flow_s_environment() -> N
     variables, what `judgeflow run` and Prefect Secret blocks left, or what an env: reference
     names; the job has them from its input file. The storage credentials stay (jobs use them)."""
     from judgeflow.cluster.submit import _auto_executor
-    from judgeflow.secrets import secret_variables
+    from judgeflow.config.secrets import secret_variables
 
     cfg = load_config("grpo-pointwise", overrides=["cluster.secrets.DB_PASSWORD=env:MY_DB_PW"])
     environ = ["PATH", "MY_DB_PW", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_URI",

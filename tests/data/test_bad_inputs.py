@@ -31,7 +31,8 @@ from data_testrows import pointwise_row, resave
 from typer.testing import CliRunner
 
 import judgeflow.samples
-from judgeflow.cli import app
+from judgeflow.cli.commands import app
+from judgeflow.config.hints import JUDGE_FLAGS, config_override
 from judgeflow.data import (
     DataError,
     DataValidationError,
@@ -41,7 +42,6 @@ from judgeflow.data import (
     prepare_judge,
 )
 from judgeflow.data.sft import prepare_sft_messages
-from judgeflow.hints import JUDGE_FLAGS, config_override
 
 CORPUS = Path(__file__).parent / "bad_inputs"
 CASES: list[dict[str, Any]] = yaml.safe_load((CORPUS / "expected.yaml").read_text())["cases"]
@@ -363,7 +363,7 @@ def test_a_write_that_runs_out_of_space_publishes_nothing(
 ) -> None:
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    code = "import sys; from judgeflow.cli import app; sys.argv[0] = 'judgeflow'; app()"
+    code = "import sys; from judgeflow.cli.commands import app; sys.argv[0] = 'judgeflow'; app()"
     args = [*command, "--input", str(source), "--output", str(out_dir / "data.parquet")]
     result = subprocess.run(
         [sys.executable, "-c", code, *args],

@@ -534,7 +534,7 @@ def test_render_shows_the_evaluation_job_and_its_verl_command(
 ) -> None:
     from typer.testing import CliRunner
 
-    from judgeflow.cli import app
+    from judgeflow.cli.commands import app
 
     monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path))
     result = CliRunner().invoke(
@@ -553,7 +553,7 @@ def test_render_shows_the_evaluation_job_and_its_verl_command(
 
 
 def test_a_local_trl_recipe_renders_no_validation_command() -> None:
-    from judgeflow.render import render_recipe
+    from judgeflow.cli.dry_run import render_recipe
 
     text = render_recipe(load_config("grpo-pairwise", profile="tiny"))
     assert "stage evaluate (engine trl, backend local" in text

@@ -11,8 +11,8 @@ import pytest
 from prefect import flow
 
 from judgeflow.config import load_config
-from judgeflow.credentials import CredentialsError, credential_env
-from judgeflow.redaction import flatten
+from judgeflow.config.credentials import CredentialsError, credential_env
+from judgeflow.config.redaction import flatten
 
 SECRET = "moto-secret-key-4711"
 

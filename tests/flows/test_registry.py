@@ -216,8 +216,8 @@ def test_the_gate_finds_measures_and_decides_under_one_lock(
     import tasks.register as register_tasks
     from judgeflow import stages
     from judgeflow.config import load_config
-    from judgeflow.decontamination import write_lineage
-    from judgeflow.model_registry import ModelRegistry
+    from judgeflow.evaluation.decontamination import write_lineage
+    from judgeflow.registry.models import ModelRegistry
     from judgeflow.stages.evaluate import evaluation_set
     from tasks.locking import FlockLockManager
     from tasks.tracking import StageRecorder

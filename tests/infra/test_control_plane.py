@@ -414,7 +414,7 @@ def fsspec_settings() -> set[str]:
 
 
 def judgeflow_settings() -> set[str]:
-    from judgeflow.credentials import ENV_NAMES
+    from judgeflow.config.credentials import ENV_NAMES
 
     text = "\n".join(
         p.read_text() for d in ("src/judgeflow", "flows", "tasks") for p in (REPO / d).rglob("*.py")
@@ -463,7 +463,7 @@ def test_judgeflow_env_example_sets_only_what_is_read() -> None:
     for key in client:
         assert any(key in names for names in readers.values()), f"nothing reads {key}"
     # the endpoint under every name judgeflow's credentials block exports it as
-    from judgeflow.credentials import ENV_NAMES
+    from judgeflow.config.credentials import ENV_NAMES
 
     endpoints = {client[name] for name in ENV_NAMES["endpoint_url"]}
     assert len(endpoints) == 1

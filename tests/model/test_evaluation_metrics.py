@@ -27,7 +27,7 @@ from judgeflow.evaluation import (
     score_judgements,
     write_evaluation_artifacts,
 )
-from judgeflow.evaluation_metrics import JudgeMode, subset_key, summarise
+from judgeflow.evaluation.metrics import JudgeMode, subset_key, summarise
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -139,7 +139,7 @@ class StageJob(submitit.helpers.Checkpointable):
 def _cancelled_before_start() -> bool:
     """This Slurm job is no longer RUNNING in the queue (scancel marks it before signalling).
     No answer from the queue counts as not cancelled: a later SIGTERM is still caught."""
-    from judgeflow.cluster.submit import squeue_state
+    from judgeflow.cluster.queue import squeue_state
 
     job_id = os.environ.get("SLURM_JOB_ID")
     state = squeue_state(job_id) if job_id else None
@@ -223,7 +223,7 @@ def _torchrun_env(alloc: Any, log_dir: str, timeout_s: float = 300.0) -> dict[st
             )
         time.sleep(0.2)
     master = json.loads(master_file.read_text())
-    from judgeflow.engines.llamafactory import torchrun_env
+    from judgeflow.cluster.torchrun import torchrun_env
 
     return torchrun_env(
         alloc.world, alloc.rank, str(master["addr"]), int(master["port"]), log_dir=log_dir

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import enum
 import shlex
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +16,10 @@ from typing import Any, cast
 import submitit
 from submitit.slurm.slurm import SlurmExecutor
 
+from judgeflow.cluster.queue import squeue_state
 from judgeflow.cluster.stage import StageFailed, StageJob, StageSpec
 from judgeflow.config import ClusterConfig
-from judgeflow.secrets import public_env, secret_variables
+from judgeflow.config.secrets import public_env, secret_variables
 
 
 class JobState(enum.Enum):
@@ -212,21 +212,6 @@ def attach(spec: StageSpec, cluster: ClusterConfig, job_id: str) -> StageHandle 
     return handle if state in {JobState.PENDING, JobState.RUNNING, JobState.REQUEUED} else None
 
 
-def squeue_state(job_id: str) -> str | None:
-    """The job's state word as `squeue` has it ('' once the queue no longer holds it); None
-    when `squeue` cannot answer (not installed, the controller down or slow)."""
-    try:
-        proc = subprocess.run(
-            ["squeue", "-h", "-j", job_id, "-o", "%T"],
-            capture_output=True, text=True, timeout=30, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0:
-        return "" if "Invalid job id" in proc.stderr else None
-    return proc.stdout.strip()
-
-
 def render_sbatch(spec: StageSpec, cluster: ClusterConfig) -> str:
     """The exact sbatch script submitit would submit for `spec` (dry run: nothing is submitted,
     and it works on a machine without Slurm, e.g. a laptop preparing a cluster run)."""
@@ -278,7 +263,7 @@ def _auto_executor(
 
 class _SlurmWithoutSecrets(SlurmExecutor):
     """submitit's Slurm executor, running sbatch without the variables of this process that
-    hold the job's secrets (`judgeflow.secrets.secret_variables`): sbatch copies its whole
+    hold the job's secrets (`judgeflow.config.secrets.secret_variables`): sbatch copies its whole
     environment into the job (`--export=ALL`, Slurm's default) and slurmctld keeps it with the
     job, where `scontrol` and accounting can show it. The job gets them from its input file."""
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from judgeflow.cluster.procs import ProcessTree
+from judgeflow.cluster.torchrun import torchrun_env
 
 if TYPE_CHECKING:
     from judgeflow.config import RunConfig
@@ -290,34 +291,6 @@ def train_command(yaml_path: str | Path) -> list[str]:
     beside = Path(sys.executable).parent / "llamafactory-cli"
     cli = str(beside) if beside.exists() else "llamafactory-cli"
     return [cli, "train", os.fspath(yaml_path)]
-
-
-def torchrun_env(
-    nnodes: int,
-    node_rank: int,
-    master_addr: str,
-    master_port: int,
-    nproc_per_node: int | None = None,
-    log_dir: str | None = None,
-) -> dict[str, str]:
-    """Environment that makes `llamafactory-cli train` launch torchrun for one node of a
-    multi-node run (run it once per node, e.g. with `srun --ntasks-per-node=1`). `log_dir` is
-    torchrun's `--log-dir` (`PET_LOG_DIR`); without it torchrun leaves a `torchelastic_*`
-    folder in the node's /tmp on every run."""
-    if nnodes < 1 or not 0 <= node_rank < nnodes:
-        raise ValueError(f"need 0 <= node_rank < nnodes, got {node_rank} / {nnodes}")
-    env = {
-        "FORCE_TORCHRUN": "1",
-        "NNODES": str(nnodes),
-        "NODE_RANK": str(node_rank),
-        "MASTER_ADDR": master_addr,
-        "MASTER_PORT": str(master_port),
-    }
-    if nproc_per_node is not None:
-        env["NPROC_PER_NODE"] = str(nproc_per_node)
-    if log_dir is not None:
-        env["PET_LOG_DIR"] = log_dir
-    return env
 
 
 def map_trainer_log(entry: Mapping[str, Any]) -> dict[str, float]:

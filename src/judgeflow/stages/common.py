@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from judgeflow.config import RunConfig
-from judgeflow.redaction import flatten
+from judgeflow.config.redaction import flatten
 from judgeflow.storage import ArtifactStore, Manifest
 from judgeflow.tracking import Tracker, git_commit
 

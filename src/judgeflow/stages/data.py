@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgeflow.caching import prepare_identity
 from judgeflow.config import RunConfig
-from judgeflow.redaction import strip_credentials
+from judgeflow.config.redaction import strip_credentials
 from judgeflow.stages.common import (
     GrrmData,
     PreparedData,

@@ -1,7 +1,7 @@
 """The evaluation stage: a judge's metrics and predictions on the validation rows.
 
 It refuses to score a model on rows whose prompt the model trained on (its lineage file, see
-`judgeflow.decontamination`) unless `evaluation.allow_overlap`, says what the check found
+`judgeflow.evaluation.decontamination`) unless `evaluation.allow_overlap`, says what the check found
 (`details["decontamination"]`: checked, overlap-allowed or unchecked), and names the evaluation
 set it measured on (`evaluation_set`), so the registry compares models only on the same one.
 Numbers measured with overlap allowed, or on a model without lineage, get a set of their own
@@ -55,8 +55,8 @@ def evaluate_stage(
     """Judge metrics of `model_dir` on the validation split: `metrics` (`eval/…`), `rows`
     (predictions) and `details` (confusion, breakdowns, overlap, decontamination, evaluation
     set). `data_name` is how errors name the data (default: the validation file)."""
-    from judgeflow.decontamination import check_overlap, eval_set_for
     from judgeflow.evaluation import evaluate_judge, evaluation_rows, params_from, read_rows
+    from judgeflow.evaluation.decontamination import check_overlap, eval_set_for
 
     if not data.val_file:
         return {"metrics": {}, "rows": [], "details": {}}

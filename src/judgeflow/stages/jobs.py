@@ -18,8 +18,8 @@ from typing import Any
 from judgeflow.cluster.procs import exit_on_signals
 from judgeflow.cluster.stage import PROGRESS_FILE, PYTHON, RESULT_FILE, SECRET_ENV, StageSpec
 from judgeflow.config import ConfigError, RunConfig, judgeflow_home
+from judgeflow.config.secrets import public_env, resolve_secrets
 from judgeflow.engines.verl_eval import evaluation_gpus
-from judgeflow.secrets import public_env, resolve_secrets
 from judgeflow.stages.common import PreparedData, Progress, run_dir
 from judgeflow.stages.evaluate import evaluate_stage
 from judgeflow.stages.train import sft_stage, train_stage
@@ -51,7 +51,7 @@ def stage_spec(
     """The job for `stage` ("train" or "evaluate"): command, environment, shared directory.
 
     Unless `dry_run`, this writes the stage input file the command reads. It is the one file
-    that holds the job's secrets (`judgeflow.secrets`, and MLflow's credentials,
+    that holds the job's secrets (`judgeflow.config.secrets`, and MLflow's credentials,
     `judgeflow.tracking.tracking_credentials`), so only its owner may read it (0600);
     the spec, which submitit pickles into the job folder, holds only the public environment.
     """

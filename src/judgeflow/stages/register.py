@@ -1,5 +1,5 @@
 """The register stage: a trained model becomes an MLflow model version with its lineage, and the
-champion gate decides whether `champion` moves to it (`judgeflow.model_registry`).
+champion gate decides whether `champion` moves to it (`judgeflow.registry.models`).
 
 The gate's three steps, finding the champion (`champion_to_measure`), measuring it on this run's
 evaluation set and deciding (`register_stage`), must run under one lock per registered model
@@ -14,8 +14,13 @@ from typing import Any
 
 from judgeflow.config import RunConfig
 from judgeflow.data.io import exists
-from judgeflow.decontamination import OVERLAP_ALLOWED, UNCHECKED, overlap_set, unchecked_set
-from judgeflow.model_registry import Decision, ModelRegistry, VersionInfo
+from judgeflow.evaluation.decontamination import (
+    OVERLAP_ALLOWED,
+    UNCHECKED,
+    overlap_set,
+    unchecked_set,
+)
+from judgeflow.registry.models import Decision, ModelRegistry, VersionInfo
 from judgeflow.stages.common import with_policy
 from judgeflow.stages.evaluate import decontamination_of
 from judgeflow.tracking import Tracker

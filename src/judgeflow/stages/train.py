@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from judgeflow.config import RunConfig
-from judgeflow.decontamination import write_lineage
+from judgeflow.evaluation.decontamination import write_lineage
 from judgeflow.stages.common import (
     PreparedData,
     Progress,
@@ -34,7 +34,7 @@ def train_stage(
     """GRPO on the prepared data with the configured engine: TRL here, verl on a GPU cluster.
 
     Both resume from the newest checkpoint in `output_dir`, so a resubmitted job continues.
-    The final model carries its lineage (`judgeflow.decontamination`): this stage's training
+    The final model carries its lineage (`judgeflow.evaluation.decontamination`): this stage's training
     prompts and those of the model it started from.
     """
     cfg = with_policy(cfg, fetch(cfg, cfg.model.path))  # e.g. an SFT model in the store

@@ -3,7 +3,7 @@
 MODEL is a registered version (`models:/NAME@champion`, `models:/NAME/3`), a model directory,
 an artifact-store URI or a hub id. URI is prepared verl RL parquet, or raw data prepared here
 exactly as the pipeline prepares its validation split (pairwise: both orders). The model's
-lineage decides what it may be scored on (`judgeflow.decontamination`); what the check found
+lineage decides what it may be scored on (`judgeflow.evaluation.decontamination`); what the check found
 (checked, overlap-allowed, unchecked) is printed and tagged. The result goes to an MLflow run of
 its own, and onto the registered version, so a later gate can compare with it: numbers measured
 with `--allow-overlap` on rows the version trained on, or on weights without lineage
@@ -58,7 +58,7 @@ def resolve_config(
     registered it (so `judgeflow evaluate models:/NAME@champion` measures as the gate did);
     `--set` overrides them.
     """
-    from judgeflow.model_registry import TAG_MODE, ModelRegistry
+    from judgeflow.registry.models import TAG_MODE, ModelRegistry
 
     version = None
     recorded: list[str] = []
@@ -193,7 +193,7 @@ def _log(
     paths: list[Path],
 ) -> str:
     """An MLflow run for this evaluation; a registered version also keeps the numbers."""
-    from judgeflow.model_registry import ModelRegistry
+    from judgeflow.registry.models import ModelRegistry
     from judgeflow.tracking import Tracker, git_commit
 
     eval_set = evaluation.details.get("eval_set")

@@ -8,7 +8,7 @@ A job's secrets are
   flow into that process's environment, see `BLOCK_ENV_PREFIX`);
 - any `cluster.env` entry whose name looks secret (`HF_TOKEN`, `DB_PASSWORD`, …) or whose value
   holds a URL with credentials (`DATABASE_URL=postgresql://user:password@db/x`;
-  `judgeflow.redaction.is_secret`). `judgeflow run --set cluster.env.HF_TOKEN=…` turns such an
+  `judgeflow.config.redaction.is_secret`). `judgeflow run --set cluster.env.HF_TOKEN=…` turns such an
   entry into an `env:` reference itself, so the value never becomes a flow parameter.
 
 They reach the job through one file only, the job's input file (mode 0600, its owner alone),
@@ -26,8 +26,8 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
-from judgeflow.config import DATA_URL_KEYS, ClusterConfig, ConfigError
-from judgeflow.redaction import is_secret, strip_credentials
+from judgeflow.config.redaction import is_secret, strip_credentials
+from judgeflow.config.schema import DATA_URL_KEYS, ClusterConfig, ConfigError
 
 __all__ = [
     "BLOCK_ENV_PREFIX",

@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from judgeflow.config import RunConfig
+    from pydantic import BaseModel
 
 __all__ = [
     "flatten",
@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 
-def flatten(cfg: RunConfig) -> dict[str, str]:
+def flatten(cfg: BaseModel) -> dict[str, str]:
     """Dotted key -> string value, for MLflow params: secret-looking keys are `***`, and every
     URL loses its credentials (`cluster.env.DATABASE_URL=postgresql://db/x`)."""
     out: dict[str, str] = {}

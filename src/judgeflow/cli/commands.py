@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 
 from judgeflow.config import ConfigError, list_profiles, list_recipes, load_config
-from judgeflow.hints import GRRM_FLAGS, JUDGE_FLAGS, config_override
+from judgeflow.config.hints import GRRM_FLAGS, JUDGE_FLAGS, config_override
 
 if TYPE_CHECKING:
     from judgeflow.data.errors import OptionNamer
@@ -63,7 +63,7 @@ GrrmFormatOption = Annotated[
 
 def _user_errors() -> tuple[type[Exception], ...]:
     from judgeflow.data import DataError
-    from judgeflow.model_registry import RegistryError
+    from judgeflow.registry.models import RegistryError
     from judgeflow.storage import SourceError, StoreError
 
     return (ConfigError, DataError, SourceError, StoreError, RegistryError, FileNotFoundError)
@@ -74,7 +74,7 @@ def _warn(message: str) -> None:
 
 
 def _fail(exc: Exception, names: OptionNamer | None = None) -> typer.Exit:
-    """Print a user error (a data error's hints named by `names`, see `judgeflow.hints`)."""
+    """Print a user error (a data error's hints named by `names`, see `judgeflow.config.hints`)."""
     from rich.markup import escape
 
     from judgeflow.data import DataError
@@ -265,7 +265,7 @@ def demo_data_cmd(
 @app.command("render")
 def render_cmd(recipe: str, profile: ProfileOption = None, set_: SetOption = None) -> None:
     """Dry run: print the sbatch script and engine command of each GPU stage; submits nothing."""
-    from judgeflow.render import render_recipe
+    from judgeflow.cli.dry_run import render_recipe
 
     try:
         cfg = load_config(recipe, profile=profile, overrides=set_ or [], report=_warn)
@@ -291,7 +291,7 @@ def config_cmd(recipe: str, profile: ProfileOption = None, set_: SetOption = Non
         cfg = load_config(recipe, profile=profile, overrides=set_ or [], report=_warn)
     except ConfigError as exc:
         raise _fail(exc) from None
-    from judgeflow.redaction import is_secret, strip_credentials
+    from judgeflow.config.redaction import is_secret, strip_credentials
 
     data = cfg.model_dump(mode="json")  # a secret typed on the command line is not echoed
     data["cluster"]["env"] = {
@@ -324,6 +324,7 @@ def run_cmd(
         _ensure_model(cfg.model.path)
     except ConfigError as exc:
         raise _fail(exc) from None
+    _checkout_on_path()
     home = judgeflow_home()
     interactive = sys.stdout.isatty()
     _local_prefect_settings(home, quiet_console=interactive)
@@ -349,12 +350,12 @@ def _secrets_out_of_parameters(overrides: list[str]) -> list[str]:
     environment is not. A `tracking.tracking_uri` loses its `user:password@` to MLflow's
     credential variables the same way, and a data URL (`data.source`, `data.val_source`,
     `sft.source`) its credentials to this process's environment, where the download finds them
-    (`judgeflow.secrets.keep_url_credentials`)."""
+    (`judgeflow.config.secrets.keep_url_credentials`)."""
     import re
 
     from judgeflow.config import parse_override
-    from judgeflow.redaction import has_url_credentials, is_secret
-    from judgeflow.secrets import CLI_ENV_PREFIX, DATA_URL_KEYS, keep_url_credentials
+    from judgeflow.config.redaction import has_url_credentials, is_secret
+    from judgeflow.config.secrets import CLI_ENV_PREFIX, DATA_URL_KEYS, keep_url_credentials
 
     out = []
     for item in overrides:
@@ -413,8 +414,8 @@ def evaluate_cmd(
     ] = None,
 ) -> None:
     """Evaluate a judge: metrics, per-subset breakdown, predictions and pictures (+ MLflow)."""
-    from judgeflow.evaluate_model import default_output_dir, evaluate_model
-    from judgeflow.secrets import keep_url_credentials
+    from judgeflow.cli.evaluate import default_output_dir, evaluate_model
+    from judgeflow.config.secrets import keep_url_credentials
 
     overrides = [*(set_ or []), *(["evaluation.allow_overlap=true"] if allow_overlap else [])]
     out_dir = output or default_output_dir()
@@ -474,8 +475,8 @@ def models_cmd(
     """Registered judge models: versions, aliases, the gate's metric, decision and lineage."""
     from rich.table import Table
 
-    from judgeflow.model_registry import ModelRegistry
-    from judgeflow.redaction import strip_credentials
+    from judgeflow.config.redaction import strip_credentials
+    from judgeflow.registry.models import ModelRegistry
 
     registry = ModelRegistry()
     try:
@@ -544,6 +545,26 @@ def _progress_view(interactive: bool):  # -> ContextManager
     return terminal_view(Console(soft_wrap=True)) if interactive else nullcontext()
 
 
+def _checkout_on_path() -> None:
+    """The pipelines (`flows/`, `tasks/`) live in the project's checkout, not in the wheel: the
+    editable install puts the checkout on `sys.path`; an installed wheel finds it through
+    $JUDGEFLOW_REPO or the working directory."""
+    import importlib.util
+
+    if importlib.util.find_spec("flows.judge_grpo") is not None:
+        return
+    checkout = Path(os.environ.get("JUDGEFLOW_REPO") or Path.cwd())
+    if not (checkout / "flows" / "judge_grpo.py").is_file():
+        raise _fail(
+            ConfigError(
+                "judgeflow run needs the project's checkout (its flows/ and tasks/ are not in "
+                f"the wheel), and {checkout} is not one: run it from the checkout, or set "
+                "JUDGEFLOW_REPO to it"
+            )
+        )
+    sys.path.insert(0, str(checkout))
+
+
 def _ensure_model(path: str) -> None:
     """Build the tiny model when a profile points at it and it is missing (a new
     JUDGEFLOW_HOME); a missing local directory otherwise is a one-line error, not a hub lookup."""
@@ -567,8 +588,8 @@ def _ensure_model(path: str) -> None:
 
 
 def _print_summary(summary: dict, home: Path) -> None:
+    from judgeflow.config.redaction import strip_credentials
     from judgeflow.console import summary_tables
-    from judgeflow.redaction import strip_credentials
 
     out = Console(soft_wrap=True)
     out.rule("[bold]judgeflow run finished")

@@ -3,7 +3,7 @@
 Scoring goes through the same `compute_score` the training reward uses (`judge_rows`, the one
 place completions are scored), so "accuracy" at evaluation and "reward" in training can never
 disagree about what a well-formed verdict is. The metrics, breakdowns and tables are computed
-from those scored rows in `judgeflow.evaluation_metrics`; `judgeflow.plots` draws them and
+from those scored rows in `judgeflow.evaluation.metrics`; `judgeflow.evaluation.plots` draws them and
 `judgeflow.console` prints them.
 
 Pairwise judges are evaluated on every pair in both orders: a judge that prefers whatever is
@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from judgeflow.evaluation_metrics import PRIMARY_METRIC, JudgeMode, summarise
-from judgeflow.plots import write_evaluation_artifacts
+from judgeflow.evaluation.metrics import PRIMARY_METRIC, JudgeMode, summarise
 
 if TYPE_CHECKING:
     from judgeflow.config import RunConfig
@@ -38,7 +37,6 @@ __all__ = [
     "params_from",
     "read_rows",
     "score_judgements",
-    "write_evaluation_artifacts",
 ]
 
 _COMPLETION_CHARS = 500  # enough to see the verdict and the start of the reasoning in a table
@@ -118,7 +116,7 @@ def evaluate_judge(
 def score_judgements(
     mode: JudgeMode, rows: Sequence[Mapping[str, Any]], completions: Sequence[str]
 ) -> dict[str, float]:
-    """Metrics (`eval/…`, see `judgeflow.evaluation_metrics`) of completions against verl rows
+    """Metrics (`eval/…`, see `judgeflow.evaluation.metrics`) of completions against verl rows
     (`reward_model.ground_truth` holds the label); one sample. The pair metrics need rows that
     carry `extra_info.pair` (see `evaluation_rows`)."""
     return summarise(mode, judge_rows(mode, rows, completions))[0]

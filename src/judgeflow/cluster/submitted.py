@@ -14,12 +14,12 @@ import subprocess
 from pathlib import Path
 
 
-def registry_file(shared_dir: str | Path, key: str) -> Path:
+def jobs_file(shared_dir: str | Path, key: str) -> Path:
     return Path(shared_dir) / "submitted" / f"{key}.jsonl"
 
 
 def record(shared_dir: str | Path, key: str, *, backend: str, job_id: str, stage: str) -> None:
-    path = registry_file(shared_dir, key)
+    path = jobs_file(shared_dir, key)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as fh:  # one short line per submission: appends do not interleave
         fh.write(json.dumps({"backend": backend, "job_id": job_id, "stage": stage}) + "\n")
@@ -27,7 +27,7 @@ def record(shared_dir: str | Path, key: str, *, backend: str, job_id: str, stage
 
 def cancel_all(shared_dir: str | Path, key: str) -> list[str]:
     """Cancel every job recorded under `key`; returns the job ids it asked to stop."""
-    path = registry_file(shared_dir, key)
+    path = jobs_file(shared_dir, key)
     if not path.exists():
         return []
     cancelled = []
@@ -43,9 +43,9 @@ def cancel_all(shared_dir: str | Path, key: str) -> list[str]:
     return cancelled
 
 
-def submitted(shared_dir: str | Path, key: str, stage: str) -> list[dict[str, str]]:
+def of_stage(shared_dir: str | Path, key: str, stage: str) -> list[dict[str, str]]:
     """The jobs recorded under `key` for `stage`, oldest first."""
-    path = registry_file(shared_dir, key)
+    path = jobs_file(shared_dir, key)
     if not path.exists():
         return []
     entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

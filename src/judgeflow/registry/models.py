@@ -12,7 +12,7 @@ set is the evaluation data's content hash plus the evaluation settings. Two vers
 compared only on the same set; the pipeline evaluates the champion on a new set when it has to.
 Numbers measured on rows the model trained on (`evaluation.allow_overlap`) or on a model without
 lineage (`unchecked`: what it trained on is unknown) live under sets of their own
-(`judgeflow.decontamination.eval_set_for`), so they never meet checked ones, and they never
+(`judgeflow.evaluation.decontamination.eval_set_for`), so they never meet checked ones, and they never
 promote a version unless forced. A champion whose weights cannot be found is an error
 (`ChampionNotFoundError`), not a vacancy: with a shared MLflow and machine-local stores, another
 machine's champion looks gone from here.
@@ -34,7 +34,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from judgeflow.data.io import is_url
-from judgeflow.decontamination import (
+from judgeflow.evaluation.decontamination import (
     LINEAGE_FILE,
     OVERLAP_ALLOWED,
     UNCHECKED,

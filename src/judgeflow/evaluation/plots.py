@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from judgeflow.evaluation import JudgeEvaluation
+    from judgeflow.evaluation.judge import JudgeEvaluation
 
 __all__ = [
     "SUBSET_METRICS",

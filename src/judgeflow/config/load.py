@@ -1,0 +1,189 @@
+"""Loading a run's configuration: a recipe preset (YAML, `base:` chains), an optional profile
+overlay, then `dotted.key=value` overrides, validated last so every error names its key; keys the
+run would ignore and secret-looking overrides are warned about as it loads."""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from judgeflow.config.keys import ignored_keys, secret_overrides
+from judgeflow.config.redaction import has_url_credentials, is_secret
+from judgeflow.config.schema import (
+    DATA_URL_KEYS,
+    ConfigError,
+    IgnoredKeyWarning,
+    RunConfig,
+    SecretParameterWarning,
+    judgeflow_home,
+    validate_config,
+)
+
+RECIPES_DIR = Path(__file__).parents[1] / "recipes"
+
+
+PROFILES_DIR = RECIPES_DIR / "profiles"
+
+
+def list_recipes() -> list[str]:
+    return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
+
+
+def list_profiles() -> list[str]:
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
+
+
+def load_config(
+    recipe: str | Path,
+    *,
+    profile: str | None = None,
+    overrides: Iterable[str] = (),
+    report: Callable[[str], None] | None = None,
+) -> RunConfig:
+    """Preset (name or YAML path) + optional profile + `key=value` overrides -> validated config.
+
+    A key the user set that this run's engine or backend does not read is reported by name
+    (`report`, e.g. a logger's warning; default: an :class:`IgnoredKeyWarning`).
+    """
+    raw = _read_recipe(_recipe_path(recipe))
+    own_profiles = raw.pop("profiles", None) or {}
+    if profile:
+        # the shared profile first, then what this recipe says for it (`profiles: {tiny: …}`)
+        raw = _deep_merge(raw, _read_yaml(_profile_path(profile)))
+        raw = _deep_merge(raw, own_profiles.get(profile) or {})
+    # What the user chose (overrides, or a recipe file of their own) is checked for keys this run
+    # would ignore; the shipped presets set keys for both engines on purpose.
+    path = _recipe_path(recipe)
+    own = {} if path.parent == RECIPES_DIR else _read_yaml(path)
+    explicit = [k for k in _dotted_keys(own) if k.split(".")[0] not in ("base", "profiles")]
+    secret_looking = []
+    for item in overrides:
+        key, value = parse_override(item)
+        raw = set_dotted(raw, key, value)
+        explicit.append(key)
+        if (key.startswith("cluster.env.") and is_secret(key, value)) or (
+            key in ("tracking.tracking_uri", *DATA_URL_KEYS) and has_url_credentials(str(value))
+        ):
+            secret_looking.append((key, value))  # an override is a flow parameter: said below
+    raw = _expand(
+        raw, {"${JUDGEFLOW_HOME}": str(judgeflow_home()), "${mode}": str(raw.get("mode"))}
+    )
+    cfg = validate_config(raw)
+    for reason, kind in [(r, SecretParameterWarning) for r in secret_overrides(secret_looking)] + [
+        (r, IgnoredKeyWarning) for r in ignored_keys(cfg, dict.fromkeys(explicit))
+    ]:
+        if report is None:
+            warnings.warn(reason, kind, stacklevel=2)
+        else:
+            report(reason)
+    return cfg
+
+
+def _dotted_keys(raw: Mapping[str, Any], prefix: str = "") -> Iterable[str]:
+    for key, value in raw.items():
+        if isinstance(value, Mapping) and value:
+            yield from _dotted_keys(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}"
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """`grpo.learning_rate=1e-5` -> ("grpo.learning_rate", 1e-5); values are parsed as YAML."""
+    key, sep, text = item.partition("=")
+    key = key.strip()
+    if not sep or not key or not re.fullmatch(r"[A-Za-z_][\w-]*(\.[\w-]+)*", key):
+        raise ConfigError(f"override {item!r} is not of the form dotted.key=value")
+    try:
+        value = yaml.safe_load(text) if text.strip() else ""
+    except yaml.YAMLError:
+        value = text
+    return key, value
+
+
+def set_dotted(raw: Mapping[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """A copy of `raw` with `key` (dotted) set to `value`, creating sections as needed."""
+    out = copy.deepcopy(dict(raw))
+    node = out
+    parts = key.split(".")
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(f"cannot set {key!r}: {part!r} is a value, not a section")
+        node = child
+    node[parts[-1]] = value
+    return out
+
+
+def _recipe_path(recipe: str | Path) -> Path:
+    path = Path(recipe)
+    if path.suffix in {".yaml", ".yml"}:
+        if not path.is_file():
+            raise ConfigError(f"recipe file {path} does not exist")
+        return path
+    candidate = RECIPES_DIR / f"{recipe}.yaml"
+    if not candidate.is_file():
+        raise ConfigError(f"unknown recipe {str(recipe)!r}; available: {', '.join(list_recipes())}")
+    return candidate
+
+
+def _read_recipe(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """A recipe may start from another (`base: grrm-rlvr`) and override some of its keys."""
+    raw = _read_yaml(path)
+    base = raw.pop("base", None)
+    if base is None:
+        return raw
+    base_path = _recipe_path(str(base))
+    if base_path in seen or base_path == path:
+        raise ConfigError(f"{path}: recipe base chain loops through {base_path.name}")
+    return _deep_merge(_read_recipe(base_path, (*seen, path)), raw)
+
+
+def _profile_path(profile: str) -> Path:
+    candidate = PROFILES_DIR / f"{profile}.yaml"
+    if not candidate.is_file():
+        raise ConfigError(
+            f"unknown profile {profile!r}; available: {', '.join(list_profiles()) or 'none'}"
+        )
+    return candidate
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def _deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(dict(base))
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _expand(value: Any, known: Mapping[str, str]) -> Any:
+    """Substitute `${JUDGEFLOW_HOME}`, `${mode}`, then environment variables, in strings."""
+    if isinstance(value, dict):
+        return {k: _expand(v, known) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, known) for v in value]
+    if isinstance(value, str) and "$" in value:
+        for name, text in known.items():
+            value = value.replace(name, text)
+        return os.path.expandvars(value)
+    return value

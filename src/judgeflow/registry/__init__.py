@@ -1,0 +1,29 @@
+"""Registered models: the MLflow model registry and what a version came from.
+
+- `models`: versions, the `champion` / `challenger` aliases and the gate that moves them
+- `lineage`: which SFT model a pipeline's RL stage started from (MLflow tags), across runs
+
+(The jobs a pipeline run submitted are `judgeflow.cluster.submitted`, not a registry.)
+"""
+
+from judgeflow.registry.models import (
+    CHALLENGER,
+    CHAMPION,
+    ChampionNotFoundError,
+    Decision,
+    ModelRegistry,
+    RegistryError,
+    VersionInfo,
+    decide,
+)
+
+__all__ = [
+    "CHALLENGER",
+    "CHAMPION",
+    "ChampionNotFoundError",
+    "Decision",
+    "ModelRegistry",
+    "RegistryError",
+    "VersionInfo",
+    "decide",
+]
