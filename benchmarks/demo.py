@@ -44,10 +44,12 @@ from typing import Any
 from pipeline import _env
 from run import git_state, machine
 
+from judgeflow.modes import JUDGE_MODES
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 BIN = Path(sys.executable).parent
-MODES = ("pointwise", "pairwise")
+MODES = JUDGE_MODES
 RECIPES = {"pointwise": "grpo-pointwise", "pairwise": "grpo-pairwise", "grrm": "grrm-full"}
 SEEDS = (1, 2, 3)
 #: The demo's bar for GRPO, per seed and mode (issue 17).

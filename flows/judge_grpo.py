@@ -15,13 +15,14 @@ scheduled retraining on unchanged data reuses every stage and submits no job. Th
 `run-summary` artifact says, per stage, whether it ran or came from the cache.
 """
 
-from typing import Any, Literal
+from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
 from judgeflow.config import load_config
 from judgeflow.console import comparison_rows
+from judgeflow.modes import JudgeMode
 from judgeflow.stages import sft_source_config, val_source_config, with_policy
 from judgeflow.tracking import resolve_tracking_uri
 from tasks.credentials import use_job_secrets, use_storage_credentials
@@ -53,7 +54,7 @@ LABELS = ["before", "sft", "after", "champion"]
     on_crashed=[cancel_submitted_jobs],
 )
 def judge_grpo(
-    mode: Literal["pointwise", "pairwise"] = "pointwise",
+    mode: JudgeMode = "pointwise",
     recipe: str | None = None,
     profile: str | None = None,
     overrides: list[str] | None = None,

@@ -8,7 +8,6 @@ Regenerate the golden files after an intended change with
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -21,17 +20,17 @@ import pytest
 from judgeflow.config import load_config
 from judgeflow.engines.verl import (
     MERGED_DIRNAME,
+    VerlParams,
+    VerlResult,
     VerlStageError,
-    _parser,
     finish_checkpoint,
     hydra_value,
     latest_global_step,
-    main,
     main_ppo_command,
     merge_command,
     mlflow_env,
-    run_verl_stage,
-    stage_command,
+    params_from,
+    train_verl,
     verl_overrides,
 )
 from judgeflow.rewards import reward_module_path
@@ -502,7 +501,29 @@ def test_finish_checkpoint_merges_or_reuses_saved_hf_weights(tmp_path: Path) -> 
         finish_checkpoint(fake_checkpoint(tmp_path / "c", [1]), runner=Recorder(None, codes=[1]))
 
 
-def test_run_verl_stage_trains_merges_publishes_and_links_mlflow(
+def _params(cfg: Any, ckpt: Path, **kwargs: Any) -> VerlParams:
+    shape: dict[str, Any] = {"nnodes": 1, "n_gpus_per_node": 8, "tracking_uri": None}
+    return VerlParams(cfg=cfg, checkpoint_dir=str(ckpt), python="py", **{**shape, **kwargs})
+
+
+def test_params_from_reads_the_cluster_and_the_tracking_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    cfg = load_config(
+        "grpo-pointwise",
+        overrides=[
+            "cluster.nodes=3",
+            "cluster.gpus_per_node=4",
+            "tracking.tracking_uri=http://h:5",
+        ],
+    )
+    params = params_from(cfg, tmp_path / "out")
+    assert (params.cfg, params.checkpoint_dir) == (cfg, str(tmp_path / "out" / "verl"))
+    assert (params.nnodes, params.n_gpus_per_node, params.tracking_uri) == (3, 4, "http://h:5")
+
+
+def test_train_verl_trains_merges_and_links_mlflow(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
@@ -513,18 +534,12 @@ def test_run_verl_stage_trains_merges_publishes_and_links_mlflow(
     rec = Recorder(ckpt, steps=[200, 400], log=log)
     progress: list[tuple[int, int]] = []
     logged: list[tuple[int, dict[str, float]]] = []
-    result = run_verl_stage(
-        cfg,
-        train_files=["/d/train.parquet"],
-        val_files=["/d/val.parquet"],
-        checkpoint_dir=str(ckpt),
-        publish_to=["models", "run42"],
+    result = train_verl(
+        _params(cfg, ckpt, nnodes=2, tracking_uri="http://127.0.0.1:5000"),
+        ["/d/train.parquet"],
+        ["/d/val.parquet"],
         mlflow_run_id="run42",
-        tracking_uri="http://127.0.0.1:5000",
-        nnodes=2,
-        n_gpus_per_node=8,
         experiment_name="grrm-rlvr-nightly",
-        python="py",
         runner=rec,
         progress=lambda step, total: progress.append((step, total)),
         metrics_sink=lambda metrics, step: logged.append((step, metrics)),
@@ -532,16 +547,18 @@ def test_run_verl_stage_trains_merges_publishes_and_links_mlflow(
     # grrm-rlvr packs micro-batches by tokens (use_dynamic_bsz): verl's loss scale changes every
     # step, so its scaled actor/pg_loss is not reported as train/loss (see verl_log)
     last = {"train/reward_mean": 0.5, "train/completion_length": 30.0}
-    assert result == {
-        "model_dir": str(tmp_path / "store" / "models" / "run42"),
-        "checkpoint_dir": str(ckpt / "global_step_400"),
-        "global_step": 400,
-        "metrics": last,
-    }
+    assert result == VerlResult(
+        final_model_dir=ckpt / "global_step_400" / MERGED_DIRNAME,
+        last_checkpoint=ckpt / "global_step_400",
+        global_step=400,
+        resumed_from=None,
+        metrics=last,
+    )
     # verl's step log reached the progress artifact and MLflow under the standard names.
     assert progress == [(0, 400), (200, 400), (400, 400)]
     assert logged == [(200, {"train/reward_mean": 0.25}), (400, last)]
-    assert (Path(result["model_dir"]) / "model.safetensors").read_bytes() == b"merged"
+    assert (result.final_model_dir / "model.safetensors").read_bytes() == b"merged"
+    assert not (tmp_path / "store").exists()  # publishing is the stage's, as for every engine
     (train_cmd, train_env), (merge_cmd, _) = rec.calls
     assert train_cmd[:3] == ["py", "-m", "verl.trainer.main_ppo"]
     rendered = parse(train_cmd[3:])
@@ -552,28 +569,35 @@ def test_run_verl_stage_trains_merges_publishes_and_links_mlflow(
     )
     assert rendered["trainer.experiment_name"] == "grrm-rlvr-nightly"
     assert rendered["trainer.project_name"] == "grrm"
+    assert rendered["trainer.nnodes"] == 2
     assert train_env["MLFLOW_RUN_ID"] == "run42"
     assert merge_cmd[merge_cmd.index("--local_dir") + 1] == str(ckpt / "global_step_400" / "actor")
 
+    # a second attempt resumes from the checkpoint the first one left, and says so
+    again = train_verl(
+        _params(cfg, ckpt, tracking_uri="http://h:1"), ["t"], ["v"], runner=Recorder(None)
+    )
+    assert again.resumed_from == "global_step_400"
 
-def test_run_verl_stage_failures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_train_verl_failures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     cfg = load_config("grpo-pointwise", overrides=[f"storage.root={tmp_path / 'store'}"])
-    kwargs: dict[str, Any] = {
-        "train_files": ["t"],
-        "val_files": ["v"],
-        "checkpoint_dir": str(tmp_path / "ckpt"),
-        "publish_to": ["models", "x"],
-    }
+    ckpt = tmp_path / "ckpt"
     with pytest.raises(ValueError, match="no tracking URI"):
-        run_verl_stage(cfg, runner=Recorder(None), **kwargs)
+        train_verl(_params(cfg, ckpt), ["t"], ["v"], runner=Recorder(None))
     with pytest.raises(VerlStageError, match="main_ppo exited with code 3"):
-        run_verl_stage(cfg, tracking_uri="http://h:1", runner=Recorder(None, codes=[3]), **kwargs)
+        train_verl(
+            _params(cfg, ckpt, tracking_uri="http://h:1"),
+            ["t"],
+            ["v"],
+            runner=Recorder(None, codes=[3]),
+        )
     console_only = load_config(
         "grpo-pointwise", overrides=[f"storage.root={tmp_path / 'store'}", "grpo.logger=[console]"]
     )
-    rec = Recorder(tmp_path / "ckpt", steps=[1])
-    run_verl_stage(console_only, runner=rec, **kwargs)  # no MLflow: nothing to link
+    rec = Recorder(ckpt, steps=[1])
+    train_verl(_params(console_only, ckpt), ["t"], ["v"], runner=rec)  # no MLflow: nothing to link
     assert not any("MLFLOW" in arg for arg in rec.calls[0][0])
 
 
@@ -587,50 +611,6 @@ def test_mlflow_env_never_forwards_credentials() -> None:
         mlflow_env("https://user:secret@h", "r")
 
 
-def test_stage_command_round_trips_through_the_cli(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    cmd = stage_command(
-        tmp_path / "cfg.json",
-        train_files=["/t1", "/t2"],
-        val_files=["/v"],
-        checkpoint_dir="/ckpt",
-        publish_to=["models", "r1"],
-        mlflow_run_id="r1",
-    )
-    assert cmd[:3] == ["python", "-m", "judgeflow.engines.verl"]
-    args = _parser().parse_args(cmd[3:])
-    assert (args.train_file, args.val_file, args.publish_to, args.mlflow_run_id) == (
-        ["/t1", "/t2"],
-        ["/v"],
-        "models/r1",
-        "r1",
-    )
-
-
-def test_main_writes_the_stage_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI path end to end, with the subprocess layer recording instead of running."""
-    import judgeflow.engines.verl as engine
-
-    cfg = load_config("grpo-pairwise", overrides=[f"storage.root={tmp_path / 'store'}"])
-    (tmp_path / "cfg.json").write_text(cfg.model_dump_json())
-    rec = Recorder(tmp_path / "ckpt", steps=[2])
-    monkeypatch.setattr(engine, "run_streaming", rec)
-    monkeypatch.setenv("JUDGEFLOW_STAGE_DIR", str(tmp_path / "stage"))
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://h:1")
-    cmd = stage_command(
-        tmp_path / "cfg.json",
-        train_files=["/t"],
-        val_files=["/v"],
-        checkpoint_dir=str(tmp_path / "ckpt"),
-        publish_to=["models", "r"],
-    )
-    assert main(cmd[3:]) == 0
-    result = json.loads((tmp_path / "stage" / "result.json").read_text())
-    assert result["global_step"] == 2
-    assert Path(result["model_dir"]) == tmp_path / "store" / "models" / "r"
-
-
 def test_import_is_cheap() -> None:
     code = (
         "import sys, judgeflow.engines.verl\n"
@@ -640,7 +620,7 @@ def test_import_is_cheap() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_run_verl_stage_undoes_verls_loss_scaling(
+def test_train_verl_undoes_verls_loss_scaling(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
@@ -649,19 +629,55 @@ def test_run_verl_stage_undoes_verls_loss_scaling(
     log = ["step:1 - critic/score/mean:0.5 - actor/pg_loss:-0.01 - actor/kl_loss:0.001 - "
            "actor/kl_coef:0.001"]  # fmt: skip
     logged: list[tuple[int, dict[str, float]]] = []
-    run_verl_stage(
-        cfg,
-        train_files=["t"],
-        val_files=["v"],
-        checkpoint_dir=str(tmp_path / "ckpt"),
-        publish_to=["models", "r"],
-        tracking_uri="http://127.0.0.1:5000",
-        nnodes=1,
-        n_gpus_per_node=8,
-        python="py",
+    train_verl(
+        _params(cfg, tmp_path / "ckpt", tracking_uri="http://127.0.0.1:5000"),
+        ["t"],
+        ["v"],
         runner=Recorder(tmp_path / "ckpt", steps=[1], log=log),
         metrics_sink=lambda metrics, step: logged.append((step, metrics)),
     )
     ((_, metrics),) = logged
     assert metrics["train/kl"] == pytest.approx(0.001 * 12)
     assert metrics["train/loss"] == pytest.approx((-0.01 + 0.001 * 0.001) * 12)
+
+
+def test_the_training_stage_runs_verl_and_keeps_the_model_with_its_lineage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """verl has the shape of every engine: the stage calls `params_from` and `train_verl`, then
+    writes the lineage into the model and publishes it, as it does TRL's."""
+    import judgeflow.engines.verl as engine
+    from judgeflow.data import prepare_judge
+    from judgeflow.evaluation.decontamination import file_prompt_hashes, read_lineage
+    from judgeflow.samples import sample_path
+    from judgeflow.stages import PreparedData
+    from judgeflow.stages.train import train_stage
+
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
+    prepared = prepare_judge(
+        "pointwise", sample_path("tinyjudge_pointwise.jsonl"), tmp_path / "data" / "p.parquet"
+    )
+    cfg = load_config(
+        "grpo-pointwise",
+        overrides=[
+            "engine=verl",
+            "cluster.gpus_per_node=8",
+            f"storage.root={tmp_path / 'store'}",
+            "tracking.tracking_uri=http://127.0.0.1:1",
+        ],
+    )
+    out = tmp_path / "run"
+    rec = Recorder(out / "verl", steps=[5])
+    monkeypatch.setattr(engine, "run_streaming", rec)
+    model = train_stage(
+        cfg,
+        PreparedData(prepared.train_path, None, prepared.report_path, prepared.report),
+        output_dir=out,
+    )
+    assert Path(model.model_dir) == out / "verl" / "global_step_5" / MERGED_DIRNAME
+    assert (model.checkpoint_dir, model.global_step) == (str(out / "verl" / "global_step_5"), 5)
+    lineage = read_lineage(model.model_dir)
+    assert lineage is not None and [s["stage"] for s in lineage.stages] == ["grpo"]
+    assert lineage.prompt_hashes == file_prompt_hashes(prepared.train_path, "pointwise")
+    train_cmd = rec.calls[0][0]
+    assert parse(train_cmd[3:])["data.val_files"] == [prepared.train_path]  # no val split

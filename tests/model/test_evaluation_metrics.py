@@ -27,7 +27,8 @@ from judgeflow.evaluation import (
     score_judgements,
     write_evaluation_artifacts,
 )
-from judgeflow.evaluation.metrics import JudgeMode, subset_key, summarise
+from judgeflow.evaluation.metrics import subset_key, summarise
+from judgeflow.modes import Mode
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -382,7 +383,7 @@ def test_grrm_metrics_are_the_reward_parts() -> None:
 # ------------------------------------------------------------------------------------ files
 
 
-def _evaluation(mode: JudgeMode) -> JudgeEvaluation:
+def _evaluation(mode: Mode) -> JudgeEvaluation:
     if mode == "pointwise":
         judged = _pointwise_judged()
     elif mode == "grrm":
@@ -401,7 +402,7 @@ def _evaluation(mode: JudgeMode) -> JudgeEvaluation:
      ("pairwise", ["after_subsets.png"]), ("grrm", ["after_subsets.png"])],
 )  # fmt: skip
 def test_evaluation_artifacts_are_real_pngs_and_the_details(
-    mode: JudgeMode, pictures: list[str], tmp_path: Path
+    mode: Mode, pictures: list[str], tmp_path: Path
 ) -> None:
     evaluation = _evaluation(mode)
     paths = write_evaluation_artifacts(evaluation, mode, "after", tmp_path / "out", title="m1")

@@ -11,16 +11,18 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.console import Console
 
 from judgeflow.config import ConfigError, list_profiles, list_recipes, load_config
 from judgeflow.config.hints import GRRM_FLAGS, JUDGE_FLAGS, config_override
+from judgeflow.modes import JUDGE_MODES, MODES
 
 if TYPE_CHECKING:
     from judgeflow.data.errors import OptionNamer
+    from judgeflow.modes import JudgeMode
 
 app = typer.Typer(no_args_is_help=True, help="Train generative judge and reward models.")
 prepare_app = typer.Typer(no_args_is_help=True, help="Turn raw data into training files.")
@@ -39,9 +41,9 @@ ProfileOption = Annotated[
 ]
 
 
-class JudgeMode(StrEnum):
-    pointwise = "pointwise"
-    pairwise = "pairwise"
+#: The command line's choices, made from `judgeflow.modes` (typer needs an Enum).
+JudgeModeChoice = StrEnum("JudgeModeChoice", {m: m for m in JUDGE_MODES})  # type: ignore[misc]
+ModeChoice = StrEnum("ModeChoice", {m: m for m in MODES})  # type: ignore[misc]
 
 
 class InputFormat(StrEnum):
@@ -86,7 +88,9 @@ def _fail(exc: Exception, names: OptionNamer | None = None) -> typer.Exit:
 
 @prepare_app.command("judge")
 def prepare_judge_cmd(
-    mode: Annotated[JudgeMode, typer.Option(help="pointwise (<score>) or pairwise (<better>).")],
+    mode: Annotated[
+        JudgeModeChoice, typer.Option(help="pointwise (<score>) or pairwise (<better>).")
+    ],
     input: Annotated[
         list[Path],
         typer.Option(
@@ -128,7 +132,7 @@ def prepare_judge_cmd(
         raise _fail(ValueError("--tokenizer and --max-prompt-length go together"))
     try:
         result = prepare_judge(
-            mode.value,
+            cast("JudgeMode", mode.value),
             [str(p) for p in input],
             str(output),
             val_fraction=val_fraction,
@@ -380,12 +384,6 @@ def _secrets_out_of_parameters(overrides: list[str]) -> list[str]:
 PREFECT_STARTUP_TIMEOUT_S = 300
 
 
-class AnyMode(StrEnum):
-    pointwise = "pointwise"
-    pairwise = "pairwise"
-    grrm = "grrm"
-
-
 @app.command("evaluate")
 def evaluate_cmd(
     model: Annotated[
@@ -399,7 +397,8 @@ def evaluate_cmd(
         ),
     ],
     mode: Annotated[
-        AnyMode | None, typer.Option(help="The judge's kind; a registered version knows its own.")
+        ModeChoice | None,
+        typer.Option(help="The judge's kind; a registered version knows its own."),
     ] = None,
     recipe: Annotated[
         str | None, typer.Option(help="Recipe for the settings (default: the version's own).")

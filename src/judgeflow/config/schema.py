@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-Mode = Literal["pointwise", "pairwise", "grrm"]
+from judgeflow.modes import Mode
 
 
 class ConfigError(ValueError):

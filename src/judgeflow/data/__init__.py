@@ -15,7 +15,6 @@ from judgeflow.data.errors import (
 )
 from judgeflow.data.examples import (
     Example,
-    Mode,
     Origin,
     PairwiseExample,
     PointwiseExample,
@@ -87,7 +86,6 @@ __all__ = [
     "GrrmShardResult",
     "Hint",
     "InputFormat",
-    "Mode",
     "Origin",
     "OutputWriteError",
     "PairwiseExample",

@@ -10,9 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Mode = Literal["pointwise", "pairwise"]
 Preference = Literal["A", "B"]
-MODES: tuple[Mode, ...] = ("pointwise", "pairwise")
 
 
 @dataclass(frozen=True)

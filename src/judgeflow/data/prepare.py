@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 import judgeflow
 from judgeflow.data.duplicates import PromptUnits, prompt_duplicates
 from judgeflow.data.errors import DataError
-from judgeflow.data.examples import MODES, Example, Mode, PairwiseExample, PointwiseExample
+from judgeflow.data.examples import Example, PairwiseExample, PointwiseExample
 from judgeflow.data.io import (
     PathLike,
     atomic_write_many,
@@ -48,6 +48,7 @@ from judgeflow.data.io import (
 from judgeflow.data.prompt_hashes import judge_prompt_hash, normalise
 from judgeflow.data.readers import DroppedRow, InputFormat, ReadResult, read_examples
 from judgeflow.data.templates import render_pairwise, render_pointwise
+from judgeflow.modes import JUDGE_MODES, JudgeMode
 
 #: How many dropped rows the report lists individually (all are counted).
 MAX_LISTED_DROPS = 50
@@ -55,7 +56,7 @@ MAX_LISTED_DROPS = 50
 TOKENIZE_BATCH = 256
 REPORT_SCHEMA_VERSION = 1
 
-ABILITY: dict[Mode, str] = {"pointwise": "judge/pointwise", "pairwise": "judge/pairwise"}
+ABILITY: dict[JudgeMode, str] = {"pointwise": "judge/pointwise", "pairwise": "judge/pairwise"}
 DROP_REASONS = ("tie", "invalid", "prompt_too_long")
 
 
@@ -81,7 +82,7 @@ def output_paths(output: PathLike) -> tuple[str, str, str]:
 # --------------------------------------------------------------------------- verl rows
 
 
-def _schema(mode: Mode) -> pa.Schema:
+def _schema(mode: JudgeMode) -> pa.Schema:
     """One fixed schema per mode, so every row (and an empty split) has identical structs."""
     if mode == "pointwise":
         truth = pa.struct([("helpfulness", pa.int64())])
@@ -372,7 +373,7 @@ def judge_prompt_units(path: PathLike) -> PromptUnits:
 # --------------------------------------------------------------------------- report
 
 
-def _label_histogram(mode: Mode, labels: list[Any]) -> dict[str, int]:
+def _label_histogram(mode: JudgeMode, labels: list[Any]) -> dict[str, int]:
     keys = [str(i) for i in range(5)] if mode == "pointwise" else ["A", "B"]
     counts = Counter(str(label) for label in labels)
     return {key: counts.get(key, 0) for key in keys}
@@ -386,8 +387,8 @@ def _check_params(
     tokenizer: Any,
     max_prompt_length: int | None,
 ) -> None:
-    if mode not in MODES:
-        raise DataError(f"mode must be one of {list(MODES)}, got {mode!r}")
+    if mode not in JUDGE_MODES:
+        raise DataError(f"mode must be one of {list(JUDGE_MODES)}, got {mode!r}")
     if isinstance(val_fraction, bool) or not 0.0 <= val_fraction < 1.0:
         raise DataError(f"val_fraction must be in [0, 1), got {val_fraction!r}")
     if balance_positions and mode != "pairwise":
@@ -420,7 +421,7 @@ def _tokenizer_name(tokenizer: Any) -> str | None:
 
 
 def prepare_judge(
-    mode: Mode,
+    mode: JudgeMode,
     inputs: PathLike | Sequence[PathLike],
     output: PathLike,
     *,

@@ -32,9 +32,7 @@ from judgeflow.data.errors import (
     RowIssue,
 )
 from judgeflow.data.examples import (
-    MODES,
     Example,
-    Mode,
     Origin,
     PairwiseExample,
     PointwiseExample,
@@ -42,6 +40,7 @@ from judgeflow.data.examples import (
 )
 from judgeflow.data.io import PathLike, exists, open_binary, parquet_read_errors
 from judgeflow.data.jsonl import BadLine, not_an_object, parse_bytes, skip_bom
+from judgeflow.modes import JUDGE_MODES, JudgeMode
 
 SourceFormat = Literal["openjudge", "rewardbench2"]
 InputFormat = Literal["auto", "openjudge", "rewardbench2"]
@@ -316,7 +315,7 @@ def _openjudge_query(record: dict[str, Any]) -> str:
     raise _Invalid("input", "no user message; the query is the first message with role 'user'")
 
 
-def _openjudge_answers(record: dict[str, Any], count: int, mode: Mode) -> list[dict[str, Any]]:
+def _openjudge_answers(record: dict[str, Any], count: int, mode: JudgeMode) -> list[dict[str, Any]]:
     outputs = _list(record.get("output"), "output", "output answers")
     if len(outputs) != count:
         raise _Invalid("output", f"{mode} rows need exactly {count} answer(s), got {len(outputs)}")
@@ -423,7 +422,7 @@ def _rewardbench2_common(
     return prompt, chosen, rejected, source, origin
 
 
-def _rewardbench2_reader(mode: Mode, chosen_label: int, rejected_label: int) -> _Parser:
+def _rewardbench2_reader(mode: JudgeMode, chosen_label: int, rejected_label: int) -> _Parser:
     def pointwise(record: dict[str, Any], origin: Origin) -> list[Example]:
         prompt, chosen, rejected, source, base = _rewardbench2_common(record, origin)
         examples: list[Example] = [
@@ -456,7 +455,7 @@ def _with(
 _Parser = Callable[[dict[str, Any], Origin], list[Example]]
 
 
-def _parser(fmt: SourceFormat, mode: Mode, chosen_label: int, rejected_label: int) -> _Parser:
+def _parser(fmt: SourceFormat, mode: JudgeMode, chosen_label: int, rejected_label: int) -> _Parser:
     if fmt == "openjudge":
         return _openjudge_pointwise if mode == "pointwise" else _openjudge_pairwise
     return _rewardbench2_reader(mode, chosen_label, rejected_label)
@@ -489,7 +488,7 @@ def _check_label_param(name: str, value: Any) -> None:
 
 
 def read_examples(
-    mode: Mode,
+    mode: JudgeMode,
     inputs: PathLike | Sequence[PathLike],
     *,
     input_format: InputFormat = "auto",
@@ -505,8 +504,8 @@ def read_examples(
     (chosen, rejected) pair with chosen as A; pointwise mode labels every chosen response
     `chosen_label` and every rejected one `rejected_label`.
     """
-    if mode not in MODES:
-        raise DataError(f"mode must be one of {list(MODES)}, got {mode!r}")
+    if mode not in JUDGE_MODES:
+        raise DataError(f"mode must be one of {list(JUDGE_MODES)}, got {mode!r}")
     if input_format not in ("auto", *SOURCE_FORMATS):
         raise DataError(
             f"input_format must be 'auto', 'openjudge' or 'rewardbench2', got {input_format!r}"

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from transformers import TrainerCallback
 
+from judgeflow.modes import Mode
+
 if TYPE_CHECKING:
     from datasets import Dataset
     from transformers import TrainerControl, TrainerState, TrainingArguments
@@ -44,7 +46,6 @@ __all__ = [
     "train_grpo",
 ]
 
-RewardName = Literal["pointwise", "pairwise", "grrm"]
 MetricsSink = Callable[[dict[str, float], int], None]
 Progress = Callable[[int, int], None]
 LineSink = Callable[[str], None]
@@ -78,7 +79,7 @@ class GrpoParams:
 
     model_path: str
     output_dir: str
-    reward: RewardName
+    reward: Mode
     learning_rate: float = 1e-6
     num_generations: int = 4
     prompts_per_step: int = 1

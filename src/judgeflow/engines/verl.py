@@ -5,8 +5,9 @@ verl's trainer cannot run on CPU, so this module is split in two halves:
 - Pure builders, unit-tested and validated against verl's own config code on CPU:
   `verl_overrides` renders a `RunConfig` as hydra overrides, `main_ppo_command` wraps them into
   the driver command, `merge_command` and `latest_global_step` handle what verl leaves on disk.
-- `run_verl_stage` (and `main`, its command line): the thin part that runs on the Ray head inside
-  a Slurm stage: main_ppo, then verl's model merger, then publishing the HF model.
+- `params_from` / `train_verl` / `VerlResult`, the shape of every engine: the thin part that runs
+  on the Ray head inside a Slurm stage (main_ppo, then verl's model merger when verl saved no HF
+  copy); the training stage publishes the model, as it does TRL's.
 
 MLflow linking (verl 0.6.1, `verl/utils/tracking.py`): with `trainer.logger` containing `mlflow`,
 verl calls `mlflow.set_tracking_uri($MLFLOW_TRACKING_URI or sqlite:////tmp/mlruns.db)`,
@@ -28,8 +29,6 @@ works in the control environment, where verl is not installed.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import re
 import shutil
@@ -41,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from judgeflow.cluster.procs import run_tree
-from judgeflow.config import RunConfig, validate_config
+from judgeflow.config import RunConfig
 from judgeflow.engines.verl_log import VerlLogFollower, gradient_accumulation
 from judgeflow.rewards import REWARD_FUNCTION_NAME, reward_module_path
 
@@ -52,7 +51,7 @@ MAIN_PPO = "verl.trainer.main_ppo"
 MODEL_MERGER = "verl.model_merger"
 #: verl writes the number of the last saved step here (`trainer.default_local_dir`).
 TRACKER_FILE = "latest_checkpointed_iteration.txt"
-#: Where `run_verl_stage` puts the merged HF model, inside the step's checkpoint folder.
+#: Where `train_verl` puts the merged HF model, inside the step's checkpoint folder.
 MERGED_DIRNAME = "merged_hf"
 #: Environment the MLflow logger inside verl's TaskRunner needs to attach to our run.
 MLFLOW_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID")
@@ -345,19 +344,39 @@ def run_streaming(
 
 
 @dataclass(frozen=True)
-class VerlStageResult:
-    model_dir: str  # URI of the final HF model in the artifact store
-    checkpoint_dir: str  # the verl checkpoint folder of that step (resumable)
-    global_step: int
-    metrics: dict[str, float]  # the last step's standard metrics (verl_log.STANDARD_NAMES)
+class VerlParams:
+    """What `train_verl` runs: the run's config (rendered as hydra overrides by
+    `verl_overrides`), where verl checkpoints, the allocation's shape, and the MLflow server
+    verl's own logger links to."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model_dir": self.model_dir,
-            "checkpoint_dir": self.checkpoint_dir,
-            "global_step": self.global_step,
-            "metrics": dict(self.metrics),
-        }
+    cfg: RunConfig
+    checkpoint_dir: str
+    nnodes: int
+    n_gpus_per_node: int
+    tracking_uri: str | None
+    python: str = sys.executable
+
+
+def params_from(cfg: RunConfig, output_dir: str | Path) -> VerlParams:
+    """The engine's inputs from a run config; checkpoints go to `output_dir/verl`."""
+    from judgeflow.tracking import resolve_tracking_uri
+
+    return VerlParams(
+        cfg=cfg,
+        checkpoint_dir=str(Path(output_dir) / "verl"),
+        nnodes=cfg.cluster.nodes,
+        n_gpus_per_node=cfg.cluster.gpus_per_node,
+        tracking_uri=resolve_tracking_uri(cfg.tracking.tracking_uri),
+    )
+
+
+@dataclass(frozen=True)
+class VerlResult:
+    final_model_dir: Path  # the HF model of the last step (merged when verl saved no HF copy)
+    last_checkpoint: Path  # the verl checkpoint folder of that step (resumable)
+    global_step: int
+    resumed_from: str | None  # the checkpoint this attempt started from, if any
+    metrics: dict[str, float]  # the last step's standard metrics (verl_log.STANDARD_NAMES)
 
 
 def finish_checkpoint(
@@ -387,52 +406,44 @@ def finish_checkpoint(
     return step, target
 
 
-def run_verl_stage(
-    cfg: RunConfig,
-    *,
+def train_verl(
+    params: VerlParams,
     train_files: Sequence[str],
     val_files: Sequence[str],
-    checkpoint_dir: str,
-    publish_to: Sequence[str],
+    *,
     mlflow_run_id: str | None = None,
-    tracking_uri: str | None = None,
-    nnodes: int | None = None,
-    n_gpus_per_node: int | None = None,
     experiment_name: str | None = None,
-    python: str = sys.executable,
     runner: Runner | None = None,
     progress: Callable[[int, int], None] | None = None,
     metrics_sink: Callable[[dict[str, float], int], None] | None = None,
-    before_publish: Callable[[Path], None] | None = None,
-) -> dict[str, Any]:
-    """Train with verl on the Ray cluster of this job, merge, publish; runs on the Ray head.
+) -> VerlResult:
+    """Train with verl on the Ray cluster of this job, then merge; runs on the Ray head.
 
     verl's step log is followed (`verl_log.VerlLogFollower`): `progress(step, total)` and
     `metrics_sink(standard metrics, step)` get what it reports, under judgeflow's names.
 
     The environment must already point at the job's Ray cluster (`RAY_ADDRESS`, set by the
     stage bootstrap). A re-run resumes from the last checkpoint (`trainer.resume_mode=auto`).
-    `publish_to` are the artifact-store key parts of the final model, e.g. `("models", run_id)`;
-    `before_publish(hf_dir)` may add files to the model first (its lineage).
-    Returns `{"model_dir", "checkpoint_dir", "global_step"}`.
+    Publishing the model (and its lineage) is the stage's, as for every engine.
     """
-    from judgeflow.storage import ArtifactStore
-
-    uri = tracking_uri or cfg.tracking.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
+    cfg = params.cfg
+    uri = params.tracking_uri or cfg.tracking.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
     if "mlflow" in cfg.grpo.logger and not uri:
         raise ValueError(
             "trainer.logger has mlflow but no tracking URI is known: verl would log to "
             "sqlite:////tmp/mlruns.db; set tracking.tracking_uri or MLFLOW_TRACKING_URI"
         )
+    tracker_file = Path(params.checkpoint_dir) / TRACKER_FILE
+    resumed = tracker_file.read_text().strip() if tracker_file.exists() else None
     forwarded = mlflow_env(uri, mlflow_run_id) if "mlflow" in cfg.grpo.logger else {}
     command = main_ppo_command(
         cfg,
-        python=python,
+        python=params.python,
         train_files=train_files,
         val_files=val_files,
-        checkpoint_dir=checkpoint_dir,
-        nnodes=nnodes,
-        n_gpus_per_node=n_gpus_per_node,
+        checkpoint_dir=params.checkpoint_dir,
+        nnodes=params.nnodes,
+        n_gpus_per_node=params.n_gpus_per_node,
         experiment_name=experiment_name,
         env_vars=forwarded,
     )
@@ -444,7 +455,7 @@ def run_verl_stage(
         accumulation = gradient_accumulation(
             ppo_mini_batch_size=g.ppo_mini_batch_size,
             rollout_n=g.rollout_n,
-            n_gpus=(nnodes or cfg.cluster.nodes) * (n_gpus_per_node or cfg.cluster.gpus_per_node),
+            n_gpus=params.nnodes * params.n_gpus_per_node,
             ppo_micro_batch_size_per_gpu=g.ppo_micro_batch_size_per_gpu,
             ulysses_sequence_parallel_size=g.ulysses_sequence_parallel_size,
         )
@@ -452,93 +463,13 @@ def run_verl_stage(
     code = runner(command, env, on_line=follower.feed)
     if code != 0:
         raise VerlStageError(f"{MAIN_PPO} exited with code {code}")
-    step, hf_dir = finish_checkpoint(checkpoint_dir, python=python, runner=runner, env=env)
-    if before_publish is not None:
-        before_publish(hf_dir)
-    model_uri = ArtifactStore(cfg.storage.root).publish(hf_dir, *publish_to)
-    return VerlStageResult(
-        model_dir=model_uri,
-        checkpoint_dir=str(Path(checkpoint_dir) / f"global_step_{step}"),
+    step, hf_dir = finish_checkpoint(
+        params.checkpoint_dir, python=params.python, runner=runner, env=env
+    )
+    return VerlResult(
+        final_model_dir=hf_dir,
+        last_checkpoint=Path(params.checkpoint_dir) / f"global_step_{step}",
         global_step=step,
+        resumed_from=f"global_step_{resumed}" if resumed else None,
         metrics=follower.last_metrics,
-    ).to_dict()
-
-
-# ---------------------------------------------------------------------------- command line
-
-
-def stage_command(
-    config_file: str | Path,
-    *,
-    train_files: Sequence[str],
-    val_files: Sequence[str],
-    checkpoint_dir: str,
-    publish_to: Sequence[str],
-    mlflow_run_id: str | None = None,
-    experiment_name: str | None = None,
-    python: str = "python",
-) -> list[str]:
-    """The command a Slurm stage runs on the Ray head (`python -m judgeflow.engines.verl …`).
-
-    `config_file` is a `RunConfig` written as JSON (`cfg.model_dump_json()`) on shared storage.
-    """
-    cmd = [python, "-m", "judgeflow.engines.verl", "--config", str(config_file)]
-    cmd += [a for f in train_files for a in ("--train-file", f)]
-    cmd += [a for f in val_files for a in ("--val-file", f)]
-    cmd += ["--checkpoint-dir", checkpoint_dir, "--publish-to", "/".join(publish_to)]
-    if mlflow_run_id:
-        cmd += ["--mlflow-run-id", mlflow_run_id]
-    if experiment_name:
-        cmd += ["--experiment-name", experiment_name]
-    return cmd
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m judgeflow.engines.verl", description=__doc__)
-    p.add_argument("--config", required=True, help="RunConfig as JSON")
-    p.add_argument("--train-file", action="append", required=True)
-    p.add_argument("--val-file", action="append", required=True)
-    p.add_argument("--checkpoint-dir", required=True, help="trainer.default_local_dir (shared)")
-    p.add_argument("--publish-to", required=True, help="artifact-store key, e.g. models/<run>")
-    p.add_argument("--mlflow-run-id", default=None)
-    p.add_argument("--experiment-name", default=None, help="the MLflow run's name")
-    p.add_argument("--nnodes", type=int, default=None)
-    p.add_argument("--n-gpus-per-node", type=int, default=None)
-    p.add_argument(
-        "--result",
-        default=None,
-        help="where to write the result JSON; default $JUDGEFLOW_STAGE_DIR/result.json",
     )
-    return p
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    cfg = validate_config(json.loads(Path(args.config).read_text()))
-    result = run_verl_stage(
-        cfg,
-        train_files=args.train_file,
-        val_files=args.val_file,
-        checkpoint_dir=args.checkpoint_dir,
-        publish_to=[p for p in args.publish_to.split("/") if p],
-        mlflow_run_id=args.mlflow_run_id,
-        nnodes=args.nnodes,
-        n_gpus_per_node=args.n_gpus_per_node,
-        experiment_name=args.experiment_name,
-    )
-    text = json.dumps(result, indent=2) + "\n"
-    target = args.result or (
-        str(Path(os.environ["JUDGEFLOW_STAGE_DIR"]) / "result.json")
-        if os.environ.get("JUDGEFLOW_STAGE_DIR")
-        else None
-    )
-    if target:
-        from judgeflow.data.io import atomic_write_text
-
-        atomic_write_text(target, text)
-    print(text, end="", flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

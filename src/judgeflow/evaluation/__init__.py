@@ -16,13 +16,12 @@ from judgeflow.evaluation.judge import (
     read_rows,
     score_judgements,
 )
-from judgeflow.evaluation.metrics import PRIMARY_METRIC, JudgeMode
+from judgeflow.evaluation.metrics import PRIMARY_METRIC
 from judgeflow.evaluation.plots import write_evaluation_artifacts
 
 __all__ = [
     "PRIMARY_METRIC",
     "JudgeEvaluation",
-    "JudgeMode",
     "evaluate_judge",
     "evaluation_rows",
     "judge_rows",

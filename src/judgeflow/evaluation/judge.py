@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from judgeflow.evaluation.metrics import PRIMARY_METRIC, JudgeMode, summarise
+from judgeflow.evaluation.metrics import PRIMARY_METRIC, summarise
+from judgeflow.modes import Mode
 
 if TYPE_CHECKING:
     from judgeflow.config import RunConfig
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = [
     "PRIMARY_METRIC",
     "JudgeEvaluation",
-    "JudgeMode",
     "evaluate_judge",
     "evaluation_rows",
     "judge_rows",
@@ -77,7 +77,7 @@ def evaluate_judge(
     model_dir: str | Path,
     eval_file: str | Path,
     *,
-    mode: JudgeMode,
+    mode: Mode,
     max_new_tokens: int,
     limit: int | None = None,
     batch_size: int = 8,
@@ -114,7 +114,7 @@ def evaluate_judge(
 
 
 def score_judgements(
-    mode: JudgeMode, rows: Sequence[Mapping[str, Any]], completions: Sequence[str]
+    mode: Mode, rows: Sequence[Mapping[str, Any]], completions: Sequence[str]
 ) -> dict[str, float]:
     """Metrics (`eval/…`, see `judgeflow.evaluation.metrics`) of completions against verl rows
     (`reward_model.ground_truth` holds the label); one sample. The pair metrics need rows that
@@ -123,7 +123,7 @@ def score_judgements(
 
 
 def judge_rows(
-    mode: JudgeMode, rows: Sequence[Mapping[str, Any]], completions: Sequence[str]
+    mode: Mode, rows: Sequence[Mapping[str, Any]], completions: Sequence[str]
 ) -> list[dict[str, Any]]:
     """Per-row verdicts: index, pair, swapped, subset, source, prompt_hash, label, pred, valid,
     reward, the reward's `*_reward` parts and the completion (truncated).
@@ -170,7 +170,7 @@ def read_rows(eval_file: str | Path, limit: int | None = None) -> list[dict[str,
     return rows if limit is None else rows[:limit]
 
 
-def evaluation_rows(mode: JudgeMode, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def evaluation_rows(mode: Mode, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The rows to judge: for pairwise, every pair in both orders; other modes as they are.
 
     Rows are grouped by `extra_info.pair`. A pair with two rows (what `prepare` writes for
@@ -272,7 +272,7 @@ def _extra(row: Mapping[str, Any]) -> dict[str, Any]:
     return dict(extra) if isinstance(extra, Mapping) else {}
 
 
-def _label(mode: JudgeMode, truth: Any) -> Any:
+def _label(mode: Mode, truth: Any) -> Any:
     """The label in a readable form for the table: 0-4, "A"/"B", or the GRRM score dict."""
     if isinstance(truth, str) and truth.strip().startswith("{"):
         try:

@@ -27,12 +27,13 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
+
+from judgeflow.modes import Mode
 
 __all__ = [
     "FORMAT_FAILURE",
     "PRIMARY_METRIC",
-    "JudgeMode",
     "calibration",
     "calibration_error",
     "confusion_matrix",
@@ -41,7 +42,6 @@ __all__ = [
     "swap_counts",
 ]
 
-JudgeMode = Literal["pointwise", "pairwise", "grrm"]
 
 #: The one number models are ranked by (the registry's champion gate compares it).
 PRIMARY_METRIC: dict[str, str] = {
@@ -68,7 +68,7 @@ def subset_key(subset: str) -> str:
 
 
 def summarise(
-    mode: JudgeMode, judged: Sequence[Mapping[str, Any]], samples: int | None = None
+    mode: Mode, judged: Sequence[Mapping[str, Any]], samples: int | None = None
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """`(metrics, details)` of judged rows, from one or more samples (their `sample` key).
 
@@ -124,7 +124,7 @@ def summarise(
 # ------------------------------------------------------------------------------- per sample
 
 
-def _metrics(mode: JudgeMode, rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+def _metrics(mode: Mode, rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """The mode's metrics over `rows` (one sample, or several pooled: pairs are per sample)."""
     n = len(rows)
     metrics: dict[str, float] = {"n": float(n)}
@@ -156,7 +156,7 @@ def _metrics(mode: JudgeMode, rows: Sequence[Mapping[str, Any]]) -> dict[str, fl
     return metrics
 
 
-def _correct(mode: JudgeMode, row: Mapping[str, Any]) -> bool:
+def _correct(mode: Mode, row: Mapping[str, Any]) -> bool:
     """A well-formed verdict equal to the label (pointwise score or pairwise letter)."""
     if not row["valid"]:
         return False
@@ -184,7 +184,7 @@ def _aggregate(per_sample: Sequence[Mapping[str, float]]) -> dict[str, float]:
 
 
 def _subset_table(
-    mode: JudgeMode, judged: Sequence[Mapping[str, Any]], samples: int
+    mode: Mode, judged: Sequence[Mapping[str, Any]], samples: int
 ) -> list[dict[str, Any]]:
     """One row per subset (sorted by name), all samples pooled: `subset` (as in the data),
     `key` (its metric-name form), `n` (rows per sample) and the mode's metrics."""

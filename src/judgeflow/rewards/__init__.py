@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from judgeflow.modes import MODES
+
 _HERE = Path(__file__).resolve().parent
 
-REWARD_MODULES: dict[str, str] = {
-    mode: str(_HERE / f"{mode}.py") for mode in ("pointwise", "pairwise", "grrm")
-}
+REWARD_MODULES: dict[str, str] = {mode: str(_HERE / f"{mode}.py") for mode in MODES}
 REWARD_FUNCTION_NAME = "compute_score"
 
 __all__ = ["REWARD_FUNCTION_NAME", "REWARD_MODULES", "reward_module_path"]

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from judgeflow.config import RunConfig
 from judgeflow.evaluation.decontamination import write_lineage
@@ -19,7 +19,11 @@ from judgeflow.stages.common import (
     fetch,
     with_policy,
 )
-from judgeflow.tracking import Tracker, resolve_tracking_uri
+from judgeflow.tracking import Tracker
+
+if TYPE_CHECKING:
+    from judgeflow.engines.trl import TrainResult
+    from judgeflow.engines.verl import VerlResult
 
 
 def train_stage(
@@ -52,25 +56,29 @@ def train_stage(
         val_file=fetch(cfg, data.val_file) if data.val_file else None,
     )
     if cfg.resolved_engine == "verl":
-        return _train_with_verl(
-            cfg,
-            data,
-            output_dir=output_dir,
-            run_id=run_id,
+        from judgeflow.engines import verl
+
+        run_name = Tracker.attach(run_id, cfg.tracking.tracking_uri).run_name() if run_id else None
+        result: TrainResult | VerlResult = verl.train_verl(
+            verl.params_from(cfg, output_dir),
+            [data.train_file],
+            [data.val_file] if data.val_file else [data.train_file],
+            mlflow_run_id=run_id,
+            experiment_name=run_name,  # verl's MLflow logger resumes the run by its name
+            progress=progress,  # verl's step log: progress and the standard train/* val/* names
+            metrics_sink=metrics_sink,
+        )
+    else:
+        from judgeflow.engines import trl
+
+        result = trl.train_grpo(
+            trl.params_from(cfg, output_dir),
+            data.train_file,
+            eval_file=data.val_file,
             metrics_sink=metrics_sink,
             progress=progress,
-            before_publish=lineage,
+            resume=True,
         )
-    from judgeflow.engines import trl
-
-    result = trl.train_grpo(
-        trl.params_from(cfg, output_dir),
-        data.train_file,
-        eval_file=data.val_file,
-        metrics_sink=metrics_sink,
-        progress=progress,
-        resume=True,
-    )
     final = Path(result.final_model_dir)
     lineage(final)
     return TrainedModel(
@@ -79,50 +87,6 @@ def train_stage(
         global_step=result.global_step,
         resumed_from=str(result.resumed_from) if result.resumed_from else None,
         metrics=dict(result.metrics),
-    )
-
-
-def _train_with_verl(
-    cfg: RunConfig,
-    data: PreparedData,
-    *,
-    output_dir: str | Path,
-    run_id: str | None,
-    metrics_sink: Callable[[dict[str, float], int], None] | None = None,
-    progress: Progress | None = None,
-    before_publish: Callable[[Path], Any] | None = None,
-) -> TrainedModel:
-    """verl's trainer on this job's Ray cluster; metrics go to the pipeline's MLflow run."""
-    from judgeflow.engines.verl import run_verl_stage
-
-    run_name = Tracker.attach(run_id, cfg.tracking.tracking_uri).run_name() if run_id else None
-    checkpoints = Path(output_dir) / "verl"
-    resumed = (
-        (checkpoints / "latest_checkpointed_iteration.txt").read_text().strip()
-        if (checkpoints / "latest_checkpointed_iteration.txt").exists()
-        else None
-    )
-    result = run_verl_stage(
-        cfg,
-        train_files=[data.train_file],
-        val_files=[data.val_file] if data.val_file else [data.train_file],
-        checkpoint_dir=str(checkpoints),
-        publish_to=("runs", run_id or "local", "final"),
-        mlflow_run_id=run_id,
-        tracking_uri=resolve_tracking_uri(cfg.tracking.tracking_uri),
-        nnodes=cfg.cluster.nodes,
-        n_gpus_per_node=cfg.cluster.gpus_per_node,
-        experiment_name=run_name,
-        progress=progress,  # verl's step log: progress and the standard train/* val/* names
-        metrics_sink=metrics_sink,
-        before_publish=before_publish,
-    )
-    return TrainedModel(
-        model_dir=str(result["model_dir"]),
-        checkpoint_dir=str(result["checkpoint_dir"]),
-        global_step=int(result["global_step"]),
-        resumed_from=f"global_step_{resumed}" if resumed else None,
-        metrics=dict(result.get("metrics", {})),
     )
 
 
