@@ -76,4 +76,5 @@ def prepare_rl_train(
         return None
     job = grrm_rl_train_job(cfg, manifest)
     sharded = on_ray(cfg.data.shards, cfg.data.ray_address, init_kwargs)
-    return steps("prepare[rl_train]", sharded, job.input, job.output, cfg.data.shards, job.options)  # fmt: skip
+    shards = cfg.data.shards
+    return steps("prepare[rl_train]", sharded, job.input, job.output, shards, job.options)

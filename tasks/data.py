@@ -1,8 +1,8 @@
 """Data tasks: download a source (manifest) and prepare verl RL parquet (data report).
 
 Both are cached on content (`tasks.policies.cached`, keys from `judgeflow.caching`); what they
-record in MLflow and the Prefect UI happens in `tasks.tracking.record_data`, so a cached run
-records it too.
+record in MLflow and the Prefect UI happens in the flow (`judgeflow.stages.records.record_data`),
+so a cached run records it too.
 """
 
 from __future__ import annotations

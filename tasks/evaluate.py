@@ -1,7 +1,7 @@
 """Evaluation task: judge accuracy of a model on the validation split.
 
 Locally it runs in the task; on Slurm it is a GPU job like training. Cached on the model, the
-prepared data and the evaluation settings; `tasks.tracking.record_evaluation` logs the result.
+prepared data and the evaluation settings; `judgeflow.stages.records.record_evaluation` logs the result.
 """
 
 from __future__ import annotations

@@ -3,20 +3,17 @@ cold start itself is `tasks.sft.sft`, shared with the judge recipes."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from prefect import task
-from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from judgeflow import stages
 from judgeflow.config import RunConfig
 from judgeflow.data import GrrmPrepareResult
 from judgeflow.data import shards as grrm_shards
-from judgeflow.registry import lineage
+from judgeflow.registry import sft_models
 from judgeflow.storage import Manifest
-from judgeflow.tracking import Tracker
 from tasks.policies import BACKOFF, JITTER, retry_transient
 
 
@@ -37,24 +34,10 @@ def prepare_grrm(
     return stages.prepare_grrm_stage(cfg, manifest, rl_train, val_manifest)
 
 
-@task(name="record-grrm-data", retries=3, retry_delay_seconds=BACKOFF)
-def record_grrm_data(cfg: RunConfig, run_id: str, data: stages.GrrmData) -> None:
-    """The data reports in MLflow and the Prefect UI (also when `prepare-grrm` was cached)."""
-    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
-    rows = []
-    for name, (report_file, report) in data.reports.items():
-        tracker.log_dict(report, f"data/{Path(report_file).name}")  # the file may be elsewhere
-        counts = report["counts"]
-        tracker.log_metrics({f"data/{name}_rows_written": counts["rows_written"],
-                             f"data/{name}_rows_dropped": counts["rows_dropped"]})  # fmt: skip
-        rows.append({"file": name, **counts})
-    create_table_artifact(key="data-report", table=rows, description=f"GRRM data for {cfg.recipe}")
-
-
 @task(name="find-sft-model", retries=3, retry_delay_seconds=BACKOFF)
 def find_sft_model(cfg: RunConfig, sft_file: str) -> str:
     """The SFT model of this lineage (same SFT data and config), for an RLVR-only run."""
-    model = lineage.lineage_sft_model(cfg, sft_file)
+    model = sft_models.newest_sft_model(cfg, sft_file)
     if model is None:
         raise LookupError(
             f"no finished SFT of {cfg.recipe} on this data and SFT config in MLflow experiment "

@@ -57,10 +57,8 @@ def run_job(
         logger.info("%s: following job %s, submitted earlier by this run", spec.name, handle.job_id)
     else:
         handle = submit(spec, cfg.cluster)
-        submitted.record(
-            cfg.cluster.shared_dir, key,
-            backend=cfg.cluster.backend, job_id=handle.job_id, stage=spec.name,
-        )  # fmt: skip
+        backend, shared = cfg.cluster.backend, cfg.cluster.shared_dir
+        submitted.record(shared, key, backend=backend, job_id=handle.job_id, stage=spec.name)
     name_task_run_after_job(cfg.cluster.backend, handle.job_id)
     logger.info(
         "%s: %s job %s; log %s",

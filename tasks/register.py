@@ -1,9 +1,9 @@
 """Register tasks: a trained model becomes an MLflow model version; the champion gate decides.
 
-`register_model` is what a flow calls after a model's evaluation: when the current champion has
-no numbers on this run's evaluation set, it is evaluated first (`evaluate[champion]`, cached
-like any evaluation), then `register` records the version and the decision. The decision shows
-in the `registry` artifact, the run summary and the flow's return value.
+`register` records a model version and the gate's decision; the flows call it through
+`flows.pipeline_run.register_model`, which first evaluates the current champion when it has no
+numbers on this run's evaluation set (`evaluate[champion]`, cached like any evaluation). The
+decision shows in the `registry` artifact, the run summary and the flow's return value.
 
 All three steps run under one lock per registered model (`registry_lock`): a run that found and
 measured champion v1 must decide against v1, not against a v2 another run promoted meanwhile.
@@ -29,18 +29,15 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.logging import get_logger
 from prefect.runtime import flow_run
 
-from judgeflow import caching, stages
+from judgeflow import caching
+from judgeflow.cluster import submitted
 from judgeflow.config import RunConfig
 from judgeflow.stages.register import (
-    champion_config,
-    champion_to_measure,
     register_stage,
     registered_name,
 )
-from tasks.evaluate import evaluate
 from tasks.locking import FlockLockManager, holding
-from tasks.policies import BACKOFF, JITTER, cached, retry_transient, run_logger
-from tasks.tracking import record_evaluation, submitted_jobs
+from tasks.policies import BACKOFF, JITTER, retry_transient, run_logger
 
 logger = get_logger("judgeflow.register")
 
@@ -55,13 +52,6 @@ _retrying: dict[str, Any] = {
     "retry_jitter_factor": JITTER,
     "retry_condition_fn": retry_transient,
 }
-
-
-@task(name="find-champion", **_retrying)
-def find_champion(cfg: RunConfig, kind: str, evaluation: dict[str, Any] | None) -> str | None:
-    """The champion's weights, when the gate must measure it on this run's evaluation set."""
-    champion = champion_to_measure(cfg, kind, evaluation)
-    return champion.model_uri if champion else None
 
 
 @task(name="register", task_run_name="register[{kind}]", **_retrying)
@@ -85,11 +75,11 @@ def register(
     if not holds_registry_lock(name):
         raise RuntimeError(
             f"register[{kind}] was called without the lock of registered model {name}: call it "
-            "through register_model (tasks/register.py), which holds registry_lock from the "
+            "through register_model (flows/pipeline_run.py), which holds registry_lock from the "
             "champion's lookup to the decision"
         )
     jobs = (
-        submitted_jobs(cfg.cluster.shared_dir, str(flow_run.get_id()))
+        submitted.by_stage(cfg.cluster.shared_dir, str(flow_run.get_id()))
         if cfg.cluster.backend == "slurm"
         else {}
     )
@@ -122,10 +112,8 @@ def registry_lock(name: str) -> Iterator[None]:
     holder = uuid.uuid4().hex
 
     def waiting(lock_file: Path) -> None:
-        run_logger(logger).info(
-            "register %s: another run is deciding on this model's champion; waiting for its "
-            "decision (lock %s)", name, lock_file,
-        )  # fmt: skip
+        said = "register %s: another run is deciding on this model's champion; waiting for its"
+        run_logger(logger).info(said + " decision (lock %s)", name, lock_file)
 
     with holding(locks, _lock_key(name), holder=holder, on_wait=waiting):
         token = _HELD.set((*_HELD.get(), (name, holder)))
@@ -146,49 +134,6 @@ def holds_registry_lock(name: str) -> bool:
 
 def _lock_key(name: str) -> str:
     return "register-" + hashlib.sha256(name.encode()).hexdigest()[:32]
-
-
-def register_model(
-    stage: Any,
-    cfg: RunConfig,
-    run_id: str,
-    data: stages.PreparedData,
-    model_dir: str,
-    kind: str,
-    evaluation: dict[str, Any] | None,
-    comparison: list[dict[str, Any]] | None = None,
-) -> tuple[dict[str, Any], dict[str, float]]:
-    """Measure the champion on this evaluation set when needed, then register and decide, all
-    under the registered model's lock (see the module docstring).
-
-    `stage` is the flow's `StageRecorder`, so both steps show in the run summary. Returns the
-    decision and the champion's metrics when it was measured (`champion/…`, for the summary).
-    """
-    with registry_lock(registered_name(cfg, kind)):
-        champion = find_champion(cfg, kind, evaluation)
-        measured, champion_metrics = None, {}
-        if champion:
-            label = "champion" if kind != "sft" else "champion-sft"
-            rival = champion_config(cfg, champion)
-            measured = stage(
-                f"evaluate[{label}]", cached(evaluate), rival, champion, data, run_id, label
-            )
-            champion_metrics = record_evaluation(cfg, run_id, label, measured)
-        decision = stage(
-            f"register[{kind}]",
-            register,
-            cfg,
-            run_id,
-            model_dir,
-            kind,
-            evaluation,
-            measured,
-            comparison,
-        )
-    if decision["already_registered"]:  # the same weights as an earlier run: nothing new
-        stage.mark(f"register[{kind}]", "cached")
-    stage.add_note(f"register[{kind}]", f"v{decision['version']} {decision['verdict']}: {decision['reason']}")  # fmt: skip
-    return decision, champion_metrics
 
 
 def _markdown(decision: dict[str, Any]) -> str:

@@ -11,11 +11,9 @@ from dataclasses import dataclass
 
 from prefect import task
 
-from judgeflow import caching, stages
+from judgeflow import stages
 from judgeflow.config import RunConfig
-from judgeflow.registry import lineage
 from judgeflow.storage import Manifest
-from judgeflow.tracking import Tracker
 from tasks.jobs import run_job, training_progress
 from tasks.policies import BACKOFF, JITTER, retry_transient
 
@@ -53,33 +51,3 @@ def sft(cfg: RunConfig, sft_file: str, run_id: str) -> SftOutcome:
         cfg, stages.sft_stage_spec(cfg, sft_file, run_id), on_progress=progress
     )
     return SftOutcome(str(result["model_dir"]), job_id, run_id, dict(result.get("metrics", {})))
-
-
-@task(name="record-sft", retries=3, retry_delay_seconds=BACKOFF, retry_condition_fn=retry_transient)
-def record_sft(
-    cfg: RunConfig,
-    run_id: str,
-    outcome: SftOutcome,
-    sft_file: str,
-    data: stages.SftData | None = None,
-) -> None:
-    """Lineage: which SFT model RL starts from, which job and run trained it, on what data;
-    and the SFT metrics its job could not deliver while MLflow was down."""
-    trained_in = outcome.mlflow_run_id or run_id
-    spool = stages.metrics_spool(cfg, trained_in, "sft")
-    Tracker.attach(trained_in, cfg.tracking.tracking_uri).replay_spool(spool)
-    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
-    tags = {
-        lineage.SFT_KEY_TAG: caching.sft_key(cfg, sft_file),
-        lineage.SFT_MODEL_TAG: outcome.model_dir,
-        "judgeflow.sft.job_id": outcome.job_id,
-        "judgeflow.sft.mlflow_run_id": outcome.mlflow_run_id,
-        "judgeflow.sft.base_model": cfg.model.path,
-        "judgeflow.rl.start_model": outcome.model_dir,
-    }
-    if data is not None:
-        tags["judgeflow.sft.source"] = cfg.sft.source
-        tags["judgeflow.sft.data_sha256"] = data.report["sha256"]
-        counts = data.report["counts"]
-        tracker.log_metrics({f"data/sft_{k}": v for k, v in counts.items()})
-    tracker.set_tags(tags)

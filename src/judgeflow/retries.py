@@ -8,7 +8,11 @@ Exceptions are matched by class (the libraries' own), and `raise … from` cause
 
 from __future__ import annotations
 
+import logging
 import subprocess
+import time
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import httpx
 from submitit.core.utils import FailedSubmissionError
@@ -16,6 +20,9 @@ from submitit.core.utils import FailedSubmissionError
 from judgeflow.cluster.stage import StageFailed
 from judgeflow.config import ConfigError
 from judgeflow.data.errors import DataError
+
+T = TypeVar("T")
+logger = logging.getLogger("judgeflow.retries")
 
 #: Classes that are transient whatever their message: sbatch refusing a submission, and the
 #: transport errors of httpx (the Prefect client's HTTP library).
@@ -67,3 +74,21 @@ def is_transient(exc: BaseException) -> bool:
     if cause is not None and cause is not exc:
         return is_transient(cause)  # e.g. SourceError("cannot list …") from a 503
     return False
+
+
+#: Delays (seconds) between attempts: short enough for a hiccup, long enough for a restart.
+RETRY_DELAYS = (2.0, 10.0, 30.0)
+
+
+def retried(call: Callable[[], T], what: str, delays: Sequence[float] = RETRY_DELAYS) -> T:
+    """`call()`, tried again after each delay while it fails transiently (`is_transient`): for
+    the bookkeeping a pipeline does between its steps (MLflow records, summaries)."""
+    for delay in (*delays, None):
+        try:
+            return call()
+        except Exception as exc:
+            if delay is None or not is_transient(exc):
+                raise
+            logger.warning("%s: %s (%s); again in %gs", what, type(exc).__name__, exc, delay)
+            time.sleep(delay)
+    raise AssertionError("unreachable")  # the last attempt returned or raised

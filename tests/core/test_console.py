@@ -71,7 +71,7 @@ def test_evaluation_tables_show_the_breakdowns() -> None:
 
 
 def test_run_summary_has_one_column_per_key_metric_and_no_json_blobs() -> None:
-    from tasks.tracking import summary_table
+    from judgeflow.stages.records import summary_table
 
     rows = [
         {"stage": "download", "status": "cached", "duration_s": 0.1},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 
 import httpx
 import pytest
@@ -15,7 +16,7 @@ from submitit.core.utils import FailedSubmissionError
 from judgeflow.cluster.stage import StageFailed
 from judgeflow.config import ConfigError
 from judgeflow.data.errors import DataError, DataFileNotFoundError
-from judgeflow.retries import is_transient
+from judgeflow.retries import is_transient, retried
 from judgeflow.storage import SourceError
 
 
@@ -74,3 +75,37 @@ def _caused(outer: Exception, cause: BaseException) -> Exception:
 )
 def test_transient_or_not(exc: BaseException, transient: bool) -> None:
     assert is_transient(exc) is transient
+
+
+def _calls(*outcomes: BaseException | str) -> tuple[list[int], Any]:
+    """A call that raises or returns each outcome in turn, and the list of its calls."""
+    seen: list[int] = []
+
+    def call() -> str:
+        seen.append(len(seen))
+        outcome = outcomes[len(seen) - 1]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    return seen, call
+
+
+def test_bookkeeping_is_retried_while_it_fails_transiently(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    seen, call = _calls(TimeoutError("slow"), _http(503), "recorded")
+    assert retried(call, "record it", delays=(0, 0, 0)) == "recorded"
+    assert len(seen) == 3
+    assert "record it: TimeoutError (slow); again in 0s" in caplog.text
+
+
+def test_a_deterministic_failure_is_not_retried_and_the_last_attempt_raises() -> None:
+    seen, call = _calls(ValueError("a bug"), "never")
+    with pytest.raises(ValueError, match="a bug"):
+        retried(call, "record it", delays=(0, 0))
+    assert len(seen) == 1
+    seen, call = _calls(TimeoutError("1"), TimeoutError("2"), TimeoutError("3"))
+    with pytest.raises(TimeoutError, match="3"):
+        retried(call, "record it", delays=(0, 0))
+    assert len(seen) == 3

@@ -11,7 +11,6 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from judgeflow.dev import build_tiny_model
 from judgeflow.engines.generate import Generator, HFGenerator, generate
 
 PROMPTS = [
@@ -19,11 +18,6 @@ PROMPTS = [
     [{"role": "user", "content": "Why is the sky blue? Explain it to a child, please. " * 4}],
     [{"role": "system", "content": "You are a judge."}, {"role": "user", "content": "Score it."}],
 ]
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("tiny"))
 
 
 def _reference(model_dir: Path, chat: list[dict[str, str]], max_new_tokens: int) -> str:
@@ -36,15 +30,15 @@ def _reference(model_dir: Path, chat: list[dict[str, str]], max_new_tokens: int)
     return tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
 
 
-def test_greedy_batches_match_unbatched_reference_in_order(tiny: Path) -> None:
-    expected = [_reference(tiny, chat, 12) for chat in PROMPTS]
+def test_greedy_batches_match_unbatched_reference_in_order(tiny_model: Path) -> None:
+    expected = [_reference(tiny_model, chat, 12) for chat in PROMPTS]
     assert len(set(expected)) == len(expected)  # distinct replies, so order is really checked
-    assert generate(tiny, PROMPTS, max_new_tokens=12, batch_size=2) == expected
-    assert generate(tiny, PROMPTS, max_new_tokens=12, batch_size=1) == expected
+    assert generate(tiny_model, PROMPTS, max_new_tokens=12, batch_size=2) == expected
+    assert generate(tiny_model, PROMPTS, max_new_tokens=12, batch_size=1) == expected
 
 
-def test_sampling_is_seeded_and_leaves_global_rng_alone(tiny: Path) -> None:
-    generator: Generator = HFGenerator(tiny, batch_size=3)
+def test_sampling_is_seeded_and_leaves_global_rng_alone(tiny_model: Path) -> None:
+    generator: Generator = HFGenerator(tiny_model, batch_size=3)
     state = torch.random.get_rng_state()
     a = generator.generate(PROMPTS, max_new_tokens=12, temperature=1.0, seed=1)
     b = generator.generate(PROMPTS, max_new_tokens=12, temperature=1.0, seed=1)
@@ -53,14 +47,14 @@ def test_sampling_is_seeded_and_leaves_global_rng_alone(tiny: Path) -> None:
     assert torch.equal(state, torch.random.get_rng_state())
 
 
-def test_replies_hold_no_prompt_or_chat_markers(tiny: Path) -> None:
-    replies = generate(tiny, PROMPTS, max_new_tokens=6, temperature=1.0, top_p=0.9)
+def test_replies_hold_no_prompt_or_chat_markers(tiny_model: Path) -> None:
+    replies = generate(tiny_model, PROMPTS, max_new_tokens=6, temperature=1.0, top_p=0.9)
     assert len(replies) == len(PROMPTS)
     for reply in replies:
         assert "<|im_start|>" not in reply and "<|im_end|>" not in reply
         assert "Why is the sky blue" not in reply
 
 
-def test_rejects_a_bad_batch_size(tiny: Path) -> None:
+def test_rejects_a_bad_batch_size(tiny_model: Path) -> None:
     with pytest.raises(ValueError, match="batch_size"):
-        HFGenerator(tiny, batch_size=0).generate(PROMPTS, max_new_tokens=2)
+        HFGenerator(tiny_model, batch_size=0).generate(PROMPTS, max_new_tokens=2)

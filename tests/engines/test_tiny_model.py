@@ -17,11 +17,6 @@ from judgeflow.dev import build_tiny_model
 from judgeflow.dev.tiny_model import TAG_TOKENS
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("tiny"))
-
-
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -36,9 +31,9 @@ def test_builds_without_network(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json"} <= names
 
 
-def test_shape_is_the_documented_tiny_qwen2(tiny: Path) -> None:
-    model = AutoModelForCausalLM.from_pretrained(tiny)
-    tokenizer = AutoTokenizer.from_pretrained(tiny)
+def test_shape_is_the_documented_tiny_qwen2(tiny_model: Path) -> None:
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     cfg = model.config
     assert cfg.model_type == "qwen2"
     assert (cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads) == (128, 2, 2)
@@ -50,8 +45,8 @@ def test_shape_is_the_documented_tiny_qwen2(tiny: Path) -> None:
     assert model.generation_config.pad_token_id == tokenizer.convert_tokens_to_ids("<|endoftext|>")
 
 
-def test_the_readme_describes_the_tiny_model_as_built(tiny: Path) -> None:
-    config = AutoModelForCausalLM.from_pretrained(tiny).config
+def test_the_readme_describes_the_tiny_model_as_built(tiny_model: Path) -> None:
+    config = AutoModelForCausalLM.from_pretrained(tiny_model).config
     readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
     said = (
         f"A random-init Qwen2 of {config.num_hidden_layers} layers and hidden size "
@@ -61,17 +56,17 @@ def test_the_readme_describes_the_tiny_model_as_built(tiny: Path) -> None:
     assert f"its {config.vocab_size:,}-token vocabulary" in readme, config.vocab_size
 
 
-def test_same_seed_same_files_other_seed_other_weights(tiny: Path, tmp_path: Path) -> None:
+def test_same_seed_same_files_other_seed_other_weights(tiny_model: Path, tmp_path: Path) -> None:
     again = build_tiny_model(tmp_path / "again", seed=0)
     other = build_tiny_model(tmp_path / "other", seed=1)
-    for name in sorted(p.name for p in tiny.iterdir()):
-        assert _sha256(tiny / name) == _sha256(again / name), name
-    assert _sha256(tiny / "model.safetensors") != _sha256(other / "model.safetensors")
-    assert _sha256(tiny / "tokenizer.json") == _sha256(other / "tokenizer.json")
+    for name in sorted(p.name for p in tiny_model.iterdir()):
+        assert _sha256(tiny_model / name) == _sha256(again / name), name
+    assert _sha256(tiny_model / "model.safetensors") != _sha256(other / "model.safetensors")
+    assert _sha256(tiny_model / "tokenizer.json") == _sha256(other / "tokenizer.json")
 
 
-def test_tokenizer_round_trips_and_keeps_tags_whole(tiny: Path) -> None:
-    tokenizer = AutoTokenizer.from_pretrained(tiny)
+def test_tokenizer_round_trips_and_keeps_tags_whole(tiny_model: Path) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     text = "  Grüße, 你好! <think>7 x 8 = 56</think><score>3</score>\n\tend "
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     assert tokenizer.decode(ids) == text
@@ -84,8 +79,8 @@ def test_tokenizer_round_trips_and_keeps_tags_whole(tiny: Path) -> None:
     assert tokenizer.decode(wrapped, skip_special_tokens=True) == "<score>1</score>"
 
 
-def test_chat_template_is_chatml(tiny: Path) -> None:
-    tokenizer = AutoTokenizer.from_pretrained(tiny)
+def test_chat_template_is_chatml(tiny_model: Path) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     chat = [{"role": "system", "content": "Be fair."}, {"role": "user", "content": "Hi"}]
     assert tokenizer.apply_chat_template(chat, tokenize=False) == (
         "<|im_start|>system\nBe fair.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
@@ -96,9 +91,9 @@ def test_chat_template_is_chatml(tiny: Path) -> None:
     assert ids[0] == tokenizer.convert_tokens_to_ids("<|im_start|>")
 
 
-def test_model_generates_new_tokens(tiny: Path) -> None:
-    tokenizer = AutoTokenizer.from_pretrained(tiny)
-    model = AutoModelForCausalLM.from_pretrained(tiny).eval()
+def test_model_generates_new_tokens(tiny_model: Path) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model).eval()
     enc = tokenizer.apply_chat_template(
         [{"role": "user", "content": "Hello"}], add_generation_prompt=True, return_tensors="pt"
     )

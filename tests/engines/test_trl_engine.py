@@ -13,7 +13,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from judgeflow.dev import build_tiny_model
 from judgeflow.engines.trl import (
     GrpoParams,
     map_trl_logs,
@@ -34,26 +33,13 @@ NAMED_METRICS = {
 }
 
 
-def _row(i: int) -> dict[str, Any]:
-    """One verl RL row (the format `prepare` writes), pointwise ground truth."""
-    return {
-        "data_source": "tiny/pointwise",
-        "prompt": [
-            {"role": "user", "content": f"# Query\nWhat is {i} + {i}?\n# Response\n{2 * i}\n"}
-        ],
-        "ability": "judge",
-        "reward_model": {"style": "rule", "ground_truth": {"helpfulness": i % 5}},
-        "extra_info": {"split": "train", "index": i},
-    }
-
-
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("grpo")
-    model = build_tiny_model(root / "tiny")
-    train = root / "train.parquet"
-    pq.write_table(pa.Table.from_pylist([_row(i) for i in range(8)]), train)
-    return model, train
+def setup(
+    tmp_path_factory: pytest.TempPathFactory, tiny_model: Path, rl_row: Any
+) -> tuple[Path, Path]:
+    train = tmp_path_factory.mktemp("grpo") / "train.parquet"
+    pq.write_table(pa.Table.from_pylist([rl_row(i) for i in range(8)]), train)
+    return tiny_model, train
 
 
 def _params(model: Path, out: Path, max_steps: int) -> GrpoParams:
@@ -73,14 +59,17 @@ def _params(model: Path, out: Path, max_steps: int) -> GrpoParams:
     )
 
 
-def test_trains_streams_metrics_and_resumes(setup: tuple[Path, Path], tmp_path: Path) -> None:
+def test_trains_streams_metrics_and_resumes(
+    setup: tuple[Path, Path], tmp_path: Path, rl_row: Any
+) -> None:
     model, train = setup
     out = tmp_path / "run"
     logged: list[tuple[int, dict[str, float]]] = []
     steps: list[tuple[int, int]] = []
 
     val = tmp_path / "val.parquet"  # evaluated after each step: its rows are not training data
-    pq.write_table(pa.Table.from_pylist([{**_row(i), "extra_info": {"index": i}} for i in (100, 101)]), val)  # fmt: skip
+    rows = [{**rl_row(i), "extra_info": {"index": i}} for i in (100, 101)]
+    pq.write_table(pa.Table.from_pylist(rows), val)
     first = train_grpo(
         _params(model, out, max_steps=2),
         train,

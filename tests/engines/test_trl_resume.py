@@ -40,22 +40,11 @@ print("RESULT", json.dumps({"global_step": result.global_step,
 """
 
 
-def _row(i: int) -> dict[str, Any]:
-    return {
-        "data_source": "tiny/pointwise",
-        "prompt": [
-            {"role": "user", "content": f"# Query\nWhat is {i} + 1?\n# Response\n{i + 1}\n"}
-        ],
-        "ability": "judge",
-        "reward_model": {"style": "rule", "ground_truth": {"helpfulness": i % 5}},
-        "extra_info": {"split": "train", "index": i, "prompt_hash": f"hash-{i}"},
-    }
-
-
 @pytest.fixture(scope="module")
-def train_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def train_file(tmp_path_factory: pytest.TempPathFactory, rl_row: Any) -> Path:
     path = tmp_path_factory.mktemp("resume-data") / "train.parquet"
-    pq.write_table(pa.Table.from_pylist([_row(i) for i in range(ROWS)]), path)
+    rows = [rl_row(i, prompt_hash=f"hash-{i}") for i in range(ROWS)]
+    pq.write_table(pa.Table.from_pylist(rows), path)
     return path
 
 

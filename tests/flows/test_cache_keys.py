@@ -41,16 +41,18 @@ def test_cluster_retries_and_retry_delay_s_reach_the_job_stages(
 ) -> None:
     """What the flows make of a job stage (train, sft), `cached_job`: Prefect retries it as the
     config says (a killed job retried for real: tests/cluster/test_judge_grpo_on_slurm.py), and
-    every flow runs its job stages through it."""
+    every flow runs its job stages through it (in `flows/pipeline_run.py`)."""
     monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path))
     cfg = load_config("grpo-pointwise", overrides=["cluster.retries=5", "cluster.retry_delay_s=7"])
     for stage in (train, sft):
         retrying = cached_job(stage, cfg)
         assert (retrying.retries, retrying.retry_delay_seconds) == (5, 7)
         assert retrying.cache_policy.stage == stage.name
+    # Both flows run their job stages through PipelineRun (run.sft, run.train), never directly.
+    wrapped = _wrappers_of_job_stages(REPO / "flows" / "pipeline_run.py")
+    assert wrapped == {"train": {"cached_job"}, "sft": {"cached_job"}}
     for flow_file in ("flows/judge_grpo.py", "flows/grrm.py"):
-        wrapped = _wrappers_of_job_stages(REPO / flow_file)
-        assert wrapped == {"train": {"cached_job"}, "sft": {"cached_job"}}, flow_file
+        assert _wrappers_of_job_stages(REPO / flow_file) == {}, flow_file
 
 
 def _wrappers_of_job_stages(path: Path) -> dict[str, set[str]]:

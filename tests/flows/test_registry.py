@@ -213,6 +213,7 @@ def test_the_gate_finds_measures_and_decides_under_one_lock(
     up, then finds A's version as champion and is compared with A's numbers."""
     from prefect import flow
 
+    import flows.pipeline_run as pipeline_run
     import tasks.register as register_tasks
     from judgeflow import stages
     from judgeflow.config import load_config
@@ -220,11 +221,10 @@ def test_the_gate_finds_measures_and_decides_under_one_lock(
     from judgeflow.registry.models import ModelRegistry
     from judgeflow.stages.evaluate import evaluation_set
     from tasks.locking import FlockLockManager
-    from tasks.tracking import StageRecorder
 
     gate = Gate()
     try_acquire, find, decide = (
-        FlockLockManager._try_acquire, register_tasks.champion_to_measure, register_tasks.register_stage
+        FlockLockManager._try_acquire, pipeline_run.champion_to_measure, register_tasks.register_stage
     )  # fmt: skip
     measure = stages.evaluate_stage
 
@@ -249,7 +249,7 @@ def test_the_gate_finds_measures_and_decides_under_one_lock(
         return decide(*args, **kwargs)
 
     monkeypatch.setattr(FlockLockManager, "_try_acquire", observed_try_acquire)
-    monkeypatch.setattr(register_tasks, "champion_to_measure", observed_find)
+    monkeypatch.setattr(pipeline_run, "champion_to_measure", observed_find)
     monkeypatch.setattr(register_tasks, "register_stage", observed_decide)
     monkeypatch.setattr(stages, "evaluate_stage", observed_measure)
 
@@ -290,8 +290,8 @@ def test_the_gate_finds_measures_and_decides_under_one_lock(
             "details": {"eval_set": eval_set, "decontamination": "checked",
                         "model": str(weights[who])},
         }  # fmt: skip
-        decision, _ = register_tasks.register_model(
-            StageRecorder(), cfg, run_id, data, str(weights[who]), "final", evaluation
+        decision, _ = pipeline_run.register_model(
+            pipeline_run.StageRecorder(), cfg, run_id, data, str(weights[who]), "final", evaluation
         )
         return decision
 

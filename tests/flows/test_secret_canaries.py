@@ -161,7 +161,7 @@ def test_no_secret_reaches_anything_but_the_jobs_own_input_file(
         env,
     )  # fmt: skip
 
-    # The train job's input file holds all three (tests/core/test_secrets.py shows a job's
+    # The train job's input file holds all three (tests/config/test_secrets.py shows a job's
     # command receives what its input file holds), readable by its owner alone.
     train_input = _train_input(judgeflow_home)
     for name in ("cli", "env", "block"):

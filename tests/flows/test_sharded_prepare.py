@@ -104,10 +104,10 @@ def test_grrm_stage_takes_the_rl_train_split_from_the_sharded_flow(
 ) -> None:
     """What `flows/grrm.py` does with `data.shards` > 1 (its step, `prepare_rl_train`), on the
     recipe's tiny sample; with one shard the step does nothing."""
+    from flows.pipeline_run import StageRecorder
     from flows.prepare_sharded import prepare_rl_train
     from judgeflow import stages
     from judgeflow.config import load_config
-    from tasks.tracking import StageRecorder
 
     monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
 

@@ -50,3 +50,14 @@ def of_stage(shared_dir: str | Path, key: str, stage: str) -> list[dict[str, str
         return []
     entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return [e for e in entries if e.get("stage") == stage]
+
+
+def by_stage(shared_dir: str | Path, key: str) -> dict[str, list[str]]:
+    """Job ids per stage name (`train`, `evaluate-before`, …) that run `key` submitted."""
+    path = jobs_file(shared_dir, key)
+    out: dict[str, list[str]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            out.setdefault(entry["stage"], []).append(str(entry["job_id"]))
+    return out

@@ -1,7 +1,7 @@
 """Registered models: the MLflow model registry and what a version came from.
 
 - `models`: versions, the `champion` / `challenger` aliases and the gate that moves them
-- `lineage`: which SFT model a pipeline's RL stage started from (MLflow tags), across runs
+- `sft_models`: the SFT model an RLVR-only run starts from, found by its runs' MLflow tags
 
 (The jobs a pipeline run submitted are `judgeflow.cluster.submitted`, not a registry.)
 """

@@ -8,7 +8,9 @@ with the same inputs finds them in the same place.
 - `data`: download, prepare (judge, judge SFT, GRRM);
 - `train`: GRPO / RLVR (TRL or verl) and LLaMA-Factory SFT;
 - `evaluate`: a judge's metrics on the validation rows;
-- `jobs`: each stage as a job (spec, and the entry point a job runs).
+- `jobs`: each stage as a job (spec, and the entry point a job runs);
+- `register`: a trained model as a registered version, and the champion gate's decision;
+- `records`: what a pipeline run records in MLflow around its stages (import it by module).
 """
 
 from judgeflow.stages.common import (

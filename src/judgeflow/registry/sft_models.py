@@ -20,7 +20,7 @@ SFT_KEY_TAG = "judgeflow.sft.key"
 SFT_MODEL_TAG = "judgeflow.sft.model_dir"
 
 
-def lineage_sft_model(cfg: RunConfig, sft_file: str | Path, *, scan: int = 20) -> str | None:
+def newest_sft_model(cfg: RunConfig, sft_file: str | Path, *, scan: int = 20) -> str | None:
     """The newest SFT model trained on `sft_file` with `cfg`'s base model and SFT settings."""
     client = MlflowClient(resolve_tracking_uri(cfg.tracking.tracking_uri))
     experiment = client.get_experiment_by_name(cfg.tracking.experiment)

@@ -13,7 +13,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from judgeflow.dev import build_tiny_model
 from judgeflow.engines.generate import Messages
 from judgeflow.evaluation import evaluate_judge, judge_rows, score_judgements
 
@@ -29,7 +28,7 @@ def _row(ground_truth: Any, index: int, prompt: str = "judge this") -> dict[str,
 
 
 def _overall(metrics: dict[str, float]) -> dict[str, float]:
-    """The metrics without the per-subset breakdown (tests/model/test_evaluation_metrics.py)."""
+    """The metrics without the per-subset breakdown (tests/evaluation/test_metrics.py)."""
     return {k: v for k, v in metrics.items() if not k.startswith("eval/subset/")}
 
 
@@ -111,9 +110,8 @@ def test_rows_and_completions_must_line_up() -> None:
 
 
 @pytest.fixture(scope="module")
-def eval_setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("eval")
-    model = build_tiny_model(root / "tiny")
+def eval_setup(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> tuple[Path, Path]:
+    root, model = tmp_path_factory.mktemp("eval"), tiny_model
     rows = [_row({"helpfulness": i % 5}, i, f"# Query\nq{i}\n# Response\nr{i}\n") for i in range(5)]
     path = root / "test.parquet"
     pq.write_table(pa.Table.from_pylist(rows), path)

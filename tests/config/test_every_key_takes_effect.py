@@ -40,7 +40,7 @@ from judgeflow.storage import Manifest, ManifestFile
 from judgeflow.tracking import resolve_tracking_uri
 
 REPO = Path(__file__).resolve().parents[2]
-HERE = "tests/core/test_every_key_takes_effect.py"
+HERE = "tests/config/test_every_key_takes_effect.py"
 _RETRIES = "tests/flows/test_retries.py::test_transient_download_failure_is_retried"
 _CACHE = "tests/flows/test_retraining_cache.py::test_unchanged_data_reuses_every_stage_and_changes_rerun_only_what_depends_on_them"  # fmt: skip
 

@@ -1,0 +1,277 @@
+"""What a pipeline run records in its MLflow run beside its steps: the data reports, the SFT and
+training lineage, each evaluation, the run summary and the before → after comparison, and the
+run's end.
+
+Plain functions over `Tracker`: they run inside the flow, not as task runs of their own, so the
+run graph shows the pipeline's steps alone. Those that feed the Prefect UI return the table it
+shows (`flows/pipeline_run.py` publishes it as an artifact).
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from judgeflow import caching
+from judgeflow.config import RunConfig
+from judgeflow.console import comparison_rows
+from judgeflow.registry import sft_models
+from judgeflow.stages.common import GrrmData, PreparedData, SftData, TrainedModel
+from judgeflow.stages.evaluate import decontamination_of
+from judgeflow.stages.jobs import metrics_spool
+from judgeflow.storage import Manifest
+from judgeflow.tracking import Tracker
+
+Table = list[dict[str, Any]]
+
+#: The run-summary's metric columns, in order: a stage's `<anything>/<name>` metric lands in
+#: the column `<name>` (e.g. `after/reward_mean` and `train/reward_mean` both in reward_mean).
+SUMMARY_COLUMNS = (
+    "global_step", "reward_mean", "format_failure_rate", "exact_match", "mae", "accuracy",
+    "consistent_accuracy", "position_bias", "ranking_accuracy", "loss", "overlap_rows",
+)  # fmt: skip
+
+#: Training curves drawn into `plots/training_curves.png`: (metric, panel title).
+CURVES = (
+    ("sft/loss", "SFT loss"),
+    ("train/reward_mean", "GRPO reward (mean)"),
+    ("train/format_failure_rate", "GRPO format-failure rate"),
+    ("val/reward_mean", "validation reward (mean)"),
+)
+
+
+def record_data(cfg: RunConfig, run_id: str, manifest: Manifest, data: PreparedData) -> Table:
+    """Manifest, data report and counts into MLflow; returns the data-report table."""
+    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
+    tracker.log_dict(manifest.to_dict(), "data/manifest.json")
+    tracker.set_tags(
+        {
+            "judgeflow.data.source": cfg.data.source,
+            "judgeflow.data.manifest_hash": manifest.content_hash,
+        }
+    )
+    tracker.log_dict(data.report, f"data/{Path(data.report_file).name}")  # also when on S3
+    counts = data.report["counts"]
+    examples = counts["examples_written"]
+    rows = counts.get("rows_written", examples)  # pairwise validation: two rows per example
+    if val_source := data.report.get("val_source"):  # data.val_source: its rows are the split
+        val_counts = val_source["counts"]
+        val_rows = val_counts.get("rows_written", val_counts["examples_written"])
+        examples = {**examples, "val": sum(val_counts["examples_written"].values())}
+        rows = {**rows, "val": sum(val_rows.values())}
+    dropped = data.report["dropped"]["by_reason"]
+    duplicates = _duplicate_counts(data.report.get("duplicates") or {})
+    tracker.log_metrics(
+        {f"data/rows_{split}": n for split, n in rows.items()}
+        | {f"data/examples_{split}": n for split, n in examples.items()}
+        | {f"data/dropped_{why}": n for why, n in dropped.items()}
+        | {f"data/duplicates_{where}": n for where, n in duplicates.items()}
+        | {"data/rows_read": counts["rows_read"]}
+    )
+    return (
+        [{"what": "rows read", "count": counts["rows_read"]}]
+        + [{"what": f"examples written ({split})", "count": n} for split, n in examples.items()]
+        + [{"what": f"rows written ({split})", "count": n} for split, n in rows.items()]
+        + [{"what": f"dropped: {why}", "count": n} for why, n in dropped.items()]
+        + [{"what": f"duplicate prompts: {w}", "count": n} for w, n in duplicates.items()]
+    )
+
+
+def record_grrm_data(cfg: RunConfig, run_id: str, data: GrrmData) -> Table:
+    """GRRM's data reports (SFT, RL train, RL test) into MLflow; returns the data-report table."""
+    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
+    rows = []
+    for name, (report_file, report) in data.reports.items():
+        tracker.log_dict(report, f"data/{Path(report_file).name}")  # the file may be elsewhere
+        counts = report["counts"]
+        tracker.log_metrics(
+            {
+                f"data/{name}_rows_written": counts["rows_written"],
+                f"data/{name}_rows_dropped": counts["rows_dropped"],
+            }
+        )
+        rows.append({"file": name, **counts})
+    return rows
+
+
+def _duplicate_counts(duplicates: dict[str, Any]) -> dict[str, int]:
+    """`within_train`, `across_val`, …: units whose prompt repeats (the report lists them)."""
+    return {
+        f"{where}_{split}": int(entry.get("count", 0))
+        for where in ("within", "across")
+        for split, entry in (duplicates.get(where) or {}).items()
+    }
+
+
+def record_sft(
+    cfg: RunConfig,
+    run_id: str,
+    outcome: Any,
+    sft_file: str,
+    data: SftData | None = None,
+) -> None:
+    """Lineage: which SFT model RL starts from, which job and run trained it, on what data;
+    and the SFT metrics its job could not deliver while MLflow was down."""
+    trained_in = outcome.mlflow_run_id or run_id
+    spool = metrics_spool(cfg, trained_in, "sft")
+    Tracker.attach(trained_in, cfg.tracking.tracking_uri).replay_spool(spool)
+    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
+    tags = {
+        sft_models.SFT_KEY_TAG: caching.sft_key(cfg, sft_file),
+        sft_models.SFT_MODEL_TAG: outcome.model_dir,
+        "judgeflow.sft.job_id": outcome.job_id,
+        "judgeflow.sft.mlflow_run_id": outcome.mlflow_run_id,
+        "judgeflow.sft.base_model": cfg.model.path,
+        "judgeflow.rl.start_model": outcome.model_dir,
+    }
+    if data is not None:
+        tags["judgeflow.sft.source"] = cfg.sft.source
+        tags["judgeflow.sft.data_sha256"] = data.report["sha256"]
+        counts = data.report["counts"]
+        tracker.log_metrics({f"data/sft_{k}": v for k, v in counts.items()})
+    tracker.set_tags(tags)
+
+
+def record_training(cfg: RunConfig, run_id: str, outcome: Any) -> None:
+    """Where the model is and which job/run trained it (a cached model: an earlier run), and
+    the metrics its job could not deliver while MLflow was down (`metrics-spool.jsonl`)."""
+    model: TrainedModel = outcome.model
+    trained_in = outcome.mlflow_run_id or run_id
+    spool = metrics_spool(cfg, trained_in, "train")
+    Tracker.attach(trained_in, cfg.tracking.tracking_uri).replay_spool(spool)
+    Tracker.attach(run_id, cfg.tracking.tracking_uri).set_tags(
+        {
+            "judgeflow.train.job_id": outcome.job_id,
+            "judgeflow.train.mlflow_run_id": outcome.mlflow_run_id,
+            "judgeflow.train.start_model": cfg.model.path,  # the SFT model when SFT ran
+            "judgeflow.checkpoint": model.model_dir,
+            "judgeflow.global_step": model.global_step,
+            "judgeflow.resumed_from": model.resumed_from,
+        }
+    )
+
+
+def record_evaluation(
+    cfg: RunConfig, run_id: str, label: str, result: dict[str, Any]
+) -> dict[str, float]:
+    """Log `eval/<metric>` as `<label>/<metric>` (e.g. before/accuracy), what decontamination
+    found (tag `judgeflow.decontamination.<label>`: checked, overlap-allowed or unchecked), the
+    predictions table, the details (`eval/<label>_details.json`: confusion, breakdowns, overlap)
+    and the pictures (`plots/<label>_*.png`)."""
+    from judgeflow.evaluation import JudgeEvaluation, write_evaluation_artifacts
+
+    metrics = {f"{label}/{k.removeprefix('eval/')}": v for k, v in result["metrics"].items()}
+    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
+    tracker.log_metrics(metrics)
+    if checked := decontamination_of(result):
+        tracker.set_tags({f"judgeflow.decontamination.{label}": checked})
+    tracker.log_table(result["rows"], f"eval/{label}_predictions.json")
+    if result.get("details"):
+        evaluation = JudgeEvaluation(result["metrics"], result["rows"], result["details"])
+        with tempfile.TemporaryDirectory() as tmp:
+            for path in write_evaluation_artifacts(evaluation, cfg.mode, label, Path(tmp)):
+                tracker.log_artifact(path, "plots" if path.suffix == ".png" else "eval")
+    return metrics
+
+
+def summary_table(rows: Table, *, link: str, jobs: dict[str, list[str]]) -> Table:
+    """One row per stage, one column per key metric (empty where a stage has none)."""
+    table = []
+    for row in rows:
+        metrics = {
+            key.rsplit("/", 1)[-1]: value
+            for key, value in row.get("metrics", {}).items()
+            if "/subset/" not in key  # the per-subset breakdown is in the evaluation's details
+        }
+        entry: dict[str, Any] = {
+            "stage": row["stage"],
+            "status": row["status"],
+            "duration_s": row["duration_s"],
+        }
+        for column in SUMMARY_COLUMNS:
+            value = metrics.get(column)
+            entry[column] = round(float(value), 4) if isinstance(value, int | float) else ""
+        entry["decontamination"] = row.get("decontamination", "")
+        entry["slurm_job_ids"] = ", ".join(jobs.get(_job_stage(row["stage"]), []))
+        entry["note"] = row.get("note", "")
+        entry["error"] = row.get("error", "")
+        entry["mlflow"] = link
+        table.append(entry)
+    optional = (*SUMMARY_COLUMNS, "decontamination", "note")
+    used = {c for c in optional if any(e[c] != "" for e in table)}
+    return [{k: v for k, v in e.items() if k not in optional or k in used} for e in table]
+
+
+def record_summary(cfg: RunConfig, run_id: str, rows: Table, jobs: dict[str, list[str]]) -> Table:
+    """The run-summary table (stage, status, duration, key metrics, jobs, MLflow link), and
+    `judgeflow.cached.<stage>` tags on the MLflow run."""
+    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
+    table = summary_table(rows, link=tracker.url() or f"mlflow run {run_id}", jobs=jobs)
+    tracker.set_tags({_tag(row["stage"]): str(row["status"] == "cached").lower() for row in rows})
+    return table
+
+
+def record_comparison(
+    cfg: RunConfig,
+    run_id: str,
+    metrics: dict[str, float],
+    labels: list[str],
+    trained_in: list[str] | None = None,
+) -> Table:
+    """The before → after comparison: in MLflow the table (`eval/comparison.json`), its bar
+    chart and the training curves as PNGs; returns the table.
+
+    A stage that came from the cache logged its curve in the run that trained it: `trained_in`
+    lists those runs (SFT's, GRPO's), searched after this one.
+    """
+    from judgeflow.evaluation.plots import plot_comparison, plot_curves
+
+    rows = comparison_rows(metrics, labels)
+    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
+    sources = [tracker] + [
+        Tracker.attach(other, cfg.tracking.tracking_uri)
+        for other in dict.fromkeys(trained_in or [])
+        if other and other != run_id
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        curves = {
+            title: next((h for t in sources if (h := t.metric_history(key))), [])
+            for key, title in CURVES
+        }
+        if any(curves.values()):
+            title = f"{cfg.recipe}: training"
+            tracker.log_image_file(
+                plot_curves(curves, Path(tmp) / "training_curves.png", title=title), "plots"
+            )
+        if rows:
+            title = f"{cfg.recipe}: before → after"
+            tracker.log_image_file(
+                plot_comparison(rows, Path(tmp) / "before_after.png", title=title), "plots"
+            )
+    if rows:
+        tracker.log_table(rows, "eval/comparison.json")
+    return rows
+
+
+def finish_run(
+    cfg: RunConfig, run_id: str, summary: dict[str, Any], status: str = "FINISHED"
+) -> None:
+    """Record what the run produced and close it."""
+    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
+    tracker.set_tags(
+        {"judgeflow.checkpoint": summary.get("checkpoint"), "judgeflow.status": status}
+    )
+    tracker.log_dict(summary, "summary.json")
+    tracker.finish(status)
+
+
+def _tag(stage: str) -> str:
+    """MLflow tag for a stage row: `evaluate[before]` -> `judgeflow.cached.evaluate-before`."""
+    return "judgeflow.cached." + re.sub(r"[^\w./ -]+", "-", stage).strip("-")
+
+
+def _job_stage(stage: str) -> str:
+    """Summary row `evaluate[before]` -> the jobs file's stage `evaluate-before`."""
+    return stage.replace("[", "-").rstrip("]")
