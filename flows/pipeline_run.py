@@ -283,9 +283,8 @@ def register_model(
                 run_id,
                 label,
             )
-            result = measured
             champion_metrics = retried(
-                lambda: records.record_evaluation(cfg, run_id, label, result),
+                lambda: records.record_evaluation(cfg, run_id, label, measured),
                 f"record evaluate[{label}]",
             )
         decision: dict[str, Any] = steps(

@@ -25,14 +25,18 @@ def record(shared_dir: str | Path, key: str, *, backend: str, job_id: str, stage
         fh.write(json.dumps({"backend": backend, "job_id": job_id, "stage": stage}) + "\n")
 
 
-def cancel_all(shared_dir: str | Path, key: str) -> list[str]:
-    """Cancel every job recorded under `key`; returns the job ids it asked to stop."""
+def _entries(shared_dir: str | Path, key: str) -> list[dict[str, str]]:
+    """What `record` wrote under `key`, oldest first (none when nothing was submitted)."""
     path = jobs_file(shared_dir, key)
     if not path.exists():
         return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def cancel_all(shared_dir: str | Path, key: str) -> list[str]:
+    """Cancel every job recorded under `key`; returns the job ids it asked to stop."""
     cancelled = []
-    for line in path.read_text().splitlines():
-        entry = json.loads(line)
+    for entry in _entries(shared_dir, key):
         job_id = str(entry["job_id"])
         if entry["backend"] == "slurm":
             subprocess.run(["scancel", job_id], check=False, capture_output=True, timeout=30)
@@ -45,19 +49,12 @@ def cancel_all(shared_dir: str | Path, key: str) -> list[str]:
 
 def of_stage(shared_dir: str | Path, key: str, stage: str) -> list[dict[str, str]]:
     """The jobs recorded under `key` for `stage`, oldest first."""
-    path = jobs_file(shared_dir, key)
-    if not path.exists():
-        return []
-    entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [e for e in entries if e.get("stage") == stage]
+    return [e for e in _entries(shared_dir, key) if e.get("stage") == stage]
 
 
 def by_stage(shared_dir: str | Path, key: str) -> dict[str, list[str]]:
     """Job ids per stage name (`train`, `evaluate-before`, …) that run `key` submitted."""
-    path = jobs_file(shared_dir, key)
     out: dict[str, list[str]] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            entry = json.loads(line)
-            out.setdefault(entry["stage"], []).append(str(entry["job_id"]))
+    for entry in _entries(shared_dir, key):
+        out.setdefault(entry["stage"], []).append(str(entry["job_id"]))
     return out
