@@ -24,7 +24,7 @@ from prefect_ray import RayTaskRunner
 
 from judgeflow.config import RunConfig
 from judgeflow.data import GrrmPrepareResult
-from judgeflow.stages import grrm_rl_train_job
+from judgeflow.stages import grrm_rl_train_preparation
 from judgeflow.storage import Manifest
 from tasks.grrm import merge_grrm_shards, plan_grrm_shards, prepare_grrm_rl_shard
 
@@ -74,7 +74,7 @@ def prepare_rl_train(
     `StageRecorder`); None with one shard (the prepare stage does it in one process)."""
     if cfg.data.shards <= 1:
         return None
-    job = grrm_rl_train_job(cfg, manifest)
+    rl = grrm_rl_train_preparation(cfg, manifest)
     sharded = on_ray(cfg.data.shards, cfg.data.ray_address, init_kwargs)
     shards = cfg.data.shards
-    return steps("prepare[rl_train]", sharded, job.input, job.output, shards, job.options)
+    return steps("prepare[rl_train]", sharded, rl.input, rl.output, shards, rl.options)

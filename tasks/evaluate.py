@@ -12,8 +12,8 @@ from prefect import task
 
 from judgeflow import stages
 from judgeflow.config import RunConfig
-from tasks.jobs import run_job
 from tasks.policies import BACKOFF, retry_transient
+from tasks.submission import run_job
 
 
 @task(
@@ -29,5 +29,5 @@ def evaluate(
     """`{"metrics": {"eval/…": v}, "rows": [predictions]}` of `model_dir` on the val split."""
     if cfg.cluster.backend == "slurm":
         job = stages.evaluation_job_config(cfg)  # one node, evaluation.gpus GPUs
-        return run_job(job, stages.evaluate_stage_spec(job, model_dir, data, run_id, label))[1]
+        return run_job(job, stages.evaluate_job_spec(job, model_dir, data, run_id, label))[1]
     return stages.evaluate_stage(cfg, model_dir, data)

@@ -14,8 +14,8 @@ from prefect import task
 from judgeflow import stages
 from judgeflow.config import RunConfig
 from judgeflow.storage import Manifest
-from tasks.jobs import run_job, training_progress
 from tasks.policies import BACKOFF, JITTER, retry_transient
+from tasks.submission import run_job, training_progress
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,5 @@ def prepare_sft(cfg: RunConfig, manifest: Manifest) -> stages.SftData:
 def sft(cfg: RunConfig, sft_file: str, run_id: str) -> SftOutcome:
     """LLaMA-Factory SFT of model.path on `sft_file` (`messages` parquet)."""
     progress = training_progress(cfg, "sft")
-    job_id, result = run_job(
-        cfg, stages.sft_stage_spec(cfg, sft_file, run_id), on_progress=progress
-    )
+    job_id, result = run_job(cfg, stages.sft_job_spec(cfg, sft_file, run_id), on_progress=progress)
     return SftOutcome(str(result["model_dir"]), job_id, run_id, dict(result.get("metrics", {})))

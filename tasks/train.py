@@ -16,8 +16,8 @@ from prefect import task
 from judgeflow import stages
 from judgeflow.cluster import submitted
 from judgeflow.config import RunConfig
-from tasks.jobs import run_job, training_progress
 from tasks.policies import retry_transient
+from tasks.submission import run_job, training_progress
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class TrainOutcome:
 )
 def train(cfg: RunConfig, data: stages.PreparedData, run_id: str) -> TrainOutcome:
     progress = training_progress(cfg, "train")
-    job_id, result = run_job(cfg, stages.train_stage_spec(cfg, data, run_id), on_progress=progress)
+    job_id, result = run_job(cfg, stages.train_job_spec(cfg, data, run_id), on_progress=progress)
     return TrainOutcome(stages.TrainedModel(**result), job_id, cfg.cluster.backend, run_id)
 
 

@@ -92,7 +92,7 @@ def test_the_graph_sees_a_cycle_and_a_function_level_import(tmp_path: Path) -> N
     graph = {"judgeflow.a": {"judgeflow.b"}, "judgeflow.b": {"judgeflow.a"}, "judgeflow.c": set()}
     assert cycles(graph) == [["judgeflow.a", "judgeflow.b"]]
     # the real graph holds a lazy import (stage.py reads the queue inside a function)
-    assert "judgeflow.cluster.queue" in import_graph()["judgeflow.cluster.stage"]
+    assert "judgeflow.cluster.queue" in import_graph()["judgeflow.cluster.job"]
 
 
 def test_no_import_cycles() -> None:
@@ -118,7 +118,7 @@ LAYERS = [
     {"config"},
     {"storage", "cluster"},
     {"retries", "caching", "tracking"},
-    {"engines", "evaluation"},
+    {"engines", "evaluation", "inference"},
     {"registry", "console"},
     {"stages", "dev", "samples"},
     {"cli", "__main__"},
@@ -189,3 +189,14 @@ def test_the_wheel_installs_judgeflow_alone(tmp_path: Path) -> None:
         top = {name.split("/")[0] for name in archive.namelist()}
     assert {t for t in top if not t.endswith(".dist-info")} == {"judgeflow"}
     assert any(name.startswith("judgeflow/recipes/") for name in archive.namelist())
+
+
+def test_cluster_speaks_of_jobs_and_stages_of_the_pipeline() -> None:
+    """A *job* is a stage running as a process (judgeflow.cluster); a *stage* is a pipeline step
+    (judgeflow.stages). The cluster's public names say job, and the README defines both words."""
+    import judgeflow.cluster as cluster
+
+    assert not [name for name in cluster.__all__ if name.startswith("Stage")]
+    assert "judgeflow.cluster.stage" not in import_graph()
+    readme = (REPO / "README.md").read_text()
+    assert "**Words, one meaning each.** A *stage* is one step of the pipeline" in readme

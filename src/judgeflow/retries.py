@@ -1,7 +1,7 @@
 """Which failures are worth retrying: the same call would likely succeed later.
 
 Transient: network and filesystem hiccups, HTTP 5xx / 429 from MLflow, Prefect, S3 or a data
-server, a Slurm submission sbatch refused, a job killed from outside (`StageFailed.retryable`).
+server, a Slurm submission sbatch refused, a job killed from outside (`JobFailed.retryable`).
 Deterministic: bad data, bad config, a source that does not exist, a job that failed by itself.
 Exceptions are matched by class (the libraries' own), and `raise … from` causes are followed.
 """
@@ -17,7 +17,7 @@ from typing import TypeVar
 import httpx
 from submitit.core.utils import FailedSubmissionError
 
-from judgeflow.cluster.stage import StageFailed
+from judgeflow.cluster.job import JobFailed
 from judgeflow.config import ConfigError
 from judgeflow.data.errors import DataError
 
@@ -55,7 +55,7 @@ def http_status(exc: BaseException) -> int | None:
 
 def is_transient(exc: BaseException) -> bool:
     """Would the same call succeed if tried again later? Follows `raise … from` causes."""
-    if isinstance(exc, StageFailed):
+    if isinstance(exc, JobFailed):
         return exc.retryable
     if isinstance(exc, DataError | ConfigError):
         return False

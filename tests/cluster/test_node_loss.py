@@ -9,7 +9,7 @@ from typing import cast
 
 import pytest
 
-from judgeflow.cluster import StageFailed, StageSpec, submit
+from judgeflow.cluster import JobFailed, JobSpec, submit
 from judgeflow.cluster.heartbeat import Heartbeat, Watchdog, beat_file
 from judgeflow.config import ClusterConfig
 
@@ -46,8 +46,8 @@ def test_the_watchdog_names_the_rank_that_went_silent(tmp_path: Path) -> None:
     assert int(beat_file(tmp_path, 1).read_text()) > 1  # rank 1 kept writing
 
 
-def _local(tmp_path: Path, code: str) -> StageSpec:
-    return StageSpec(name="victim", command=[sys.executable, "-c", code], workdir=str(tmp_path), ray=False)  # fmt: skip
+def _local(tmp_path: Path, code: str) -> JobSpec:
+    return JobSpec(name="victim", command=[sys.executable, "-c", code], workdir=str(tmp_path), ray=False)  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -63,7 +63,7 @@ def test_a_killed_command_is_retryable_a_failing_one_is_not(
 ) -> None:
     """Real jobs through the local backend (submitit: the same handle as on Slurm)."""
     handle = submit(_local(tmp_path, code), ClusterConfig(backend="local", gpus_per_node=0))
-    with pytest.raises(StageFailed) as failed:
+    with pytest.raises(JobFailed) as failed:
         handle.result()
     assert failed.value.retryable is retryable
     assert says in str(failed.value)

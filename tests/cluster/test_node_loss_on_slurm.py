@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from judgeflow.cluster import StageFailed, StageSpec, submit, watch
+from judgeflow.cluster import JobFailed, JobSpec, submit, watch
 from judgeflow.config import ClusterConfig
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def test_a_hung_worker_node_fails_the_stage_fast_and_frees_the_allocation(
     slurm_cluster: SlurmCluster, tmp_path: Path
 ) -> None:
     started = tmp_path / "driver-started"
-    spec = StageSpec(
+    spec = JobSpec(
         name="long",
         command=[sys.executable, "-c", f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(900)"],
         workdir=str(tmp_path / "long"),
@@ -74,7 +74,7 @@ def test_a_hung_worker_node_fails_the_stage_fast_and_frees_the_allocation(
             os.kill(pid, signal.SIGSTOP)
         t0 = time.monotonic()
         log: list[str] = []
-        with pytest.raises(StageFailed) as failed:
+        with pytest.raises(JobFailed) as failed:
             watch(handle, on_log=log.append, poll_s=1.0)  # the module's timeout guards it
         took = time.monotonic() - t0
         # It failed because rank 0's watchdog found rank 1 silent and stopped the driver (the

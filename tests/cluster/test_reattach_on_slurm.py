@@ -1,5 +1,5 @@
 """A task retried while its Slurm job still runs follows that job instead of submitting another
-(the jobs file of the run names it; `tasks.jobs._still_running`, `judgeflow.cluster.attach`)."""
+(the jobs file of the run names it; `tasks.submission._still_running`, `judgeflow.cluster.attach`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from judgeflow.cluster import StageSpec, submit, submitted, watch
+from judgeflow.cluster import JobSpec, submit, submitted, watch
 from judgeflow.config import load_config
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(300)]
 def test_a_retried_task_follows_the_job_it_submitted(
     slurm_cluster: SlurmCluster, tmp_path: Path
 ) -> None:
-    from tasks.jobs import _still_running
+    from tasks.submission import _still_running
 
     cfg = load_config(
         "grpo-pointwise",
@@ -31,7 +31,7 @@ def test_a_retried_task_follows_the_job_it_submitted(
                    f"cluster.shared_dir={tmp_path / 'jobs'}", "cluster.timeout_min=5"],
     )  # fmt: skip
     done = tmp_path / "release"
-    spec = StageSpec(
+    spec = JobSpec(
         name="train",
         command=[sys.executable, "-c", (
             "import json, os, pathlib, time\n"

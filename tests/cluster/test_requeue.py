@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 from waits import HANG_GUARD_S
 
-from judgeflow.cluster import StageSpec, submit, watch
+from judgeflow.cluster import JobSpec, submit, watch
 from judgeflow.config import ClusterConfig
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def test_usr2_requeues_the_job_and_the_rerun_resumes(
     script = tmp_path / "trainer.py"
     script.write_text(TRAINER)
     state, attempts = tmp_path / "state", tmp_path / "attempts"
-    spec = StageSpec(
+    spec = JobSpec(
         name="requeue", command=[sys.executable, str(script)], workdir=str(tmp_path / "stage"),
         ray=False, env={"STATE": str(state), "ATTEMPTS": str(attempts)},
     )  # fmt: skip

@@ -15,7 +15,7 @@ import pytest
 
 from judgeflow.cluster import render_sbatch, submit, watch
 from judgeflow.config import ConfigError, load_config
-from judgeflow.stages import stage_spec
+from judgeflow.stages import job_spec
 
 if TYPE_CHECKING:
     from conftest import SlurmCluster
@@ -52,7 +52,7 @@ def test_secrets_and_hostile_values_on_a_real_slurm_job(
         "cluster.secrets.DB_PASSWORD=env:CANARY_SOURCE",
     ]  # fmt: skip
     cfg = load_config("grpo-pointwise", overrides=overrides)
-    spec = replace(stage_spec(cfg, "train", "run1", {}), ray=False, command=[sys.executable, "-c", SEEN])  # fmt: skip
+    spec = replace(job_spec(cfg, "train", "run1", {}), ray=False, command=[sys.executable, "-c", SEEN])  # fmt: skip
     script = render_sbatch(spec, cfg.cluster)
     assert CANARY not in script
 

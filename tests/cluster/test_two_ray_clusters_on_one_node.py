@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from judgeflow.cluster import StageSpec, submit, watch
+from judgeflow.cluster import JobSpec, submit, watch
 from judgeflow.config import ClusterConfig
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def test_two_jobs_on_one_node_each_see_only_their_own_ray_cluster(
     script.write_text(DRIVER)
     marks = [tmp_path / "a.up", tmp_path / "b.up"]
     specs = [
-        StageSpec(
+        JobSpec(
             name=f"ray-{name}-{uuid.uuid4().hex[:6]}",
             command=[sys.executable, str(script), str(mine), str(other)],
             workdir=str(tmp_path / name),

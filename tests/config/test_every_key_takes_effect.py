@@ -33,7 +33,7 @@ from judgeflow.engines.verl import verl_overrides
 from judgeflow.engines.verl_eval import evaluation_gpus, validation_overrides
 from judgeflow.evaluation import params_from as evaluation_params
 from judgeflow.rewards import reward_module_path
-from judgeflow.stages import evaluation_job_config, grrm_rl_train_job, stage_spec, store_for
+from judgeflow.stages import evaluation_job_config, grrm_rl_train_preparation, job_spec, store_for
 from judgeflow.stages.evaluate import overlap_params
 from judgeflow.stages.register import gate_params
 from judgeflow.storage import Manifest, ManifestFile
@@ -111,7 +111,7 @@ SWITCHES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     "cluster.poll_s": (
-        "how often a job is polled (tasks/jobs.py → cluster/monitor.py)",
+        "how often a job is polled (tasks/submission.py → cluster/monitor.py)",
         ["tests/cluster/test_monitor.py::test_cluster_poll_s_is_how_often_a_job_is_looked_at"],
     ),
     "register.enabled": ("adds the register stages (off: none run)", [_RETRIES]),
@@ -130,7 +130,7 @@ def consumers(cfg: RunConfig) -> dict[str, Any]:
     seen: dict[str, Any] = {
         "executor": executor_parameters(cfg.cluster, name="train"),
         "executor_options": executor_options(cfg.cluster),
-        "spec": asdict(stage_spec(cfg, "train", "run", {}, dry_run=True)),
+        "spec": asdict(job_spec(cfg, "train", "run", {}, dry_run=True)),
         "evaluation_job": executor_parameters(evaluation_job_config(cfg).cluster, name="eval"),
         "sft": asdict(llamafactory.params_from(cfg, "/out/sft")),
         "store": store_for(cfg).root,
@@ -142,7 +142,7 @@ def consumers(cfg: RunConfig) -> dict[str, Any]:
         "job_secrets": resolve_secrets(cfg.cluster, environ=_AnyVariable()),
     }
     if cfg.mode == "grrm":
-        seen["prepare"] = asdict(grrm_rl_train_job(cfg, MANIFEST))
+        seen["prepare"] = asdict(grrm_rl_train_preparation(cfg, MANIFEST))
         seen["prepare_sft_analysis"] = cfg.data.grrm.analysis_key
     else:
         seen["prepare"] = prepare_identity(cfg)

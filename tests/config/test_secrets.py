@@ -20,8 +20,8 @@ from servers import FilesBehindBasicAuth
 from typer.testing import CliRunner
 
 from judgeflow.cli.commands import _secrets_out_of_parameters, app
-from judgeflow.cluster import StageSpec, render_sbatch, submit
-from judgeflow.cluster.stage import SECRET_ENV
+from judgeflow.cluster import JobSpec, render_sbatch, submit
+from judgeflow.cluster.job import SECRET_ENV
 from judgeflow.config import ConfigError, load_config
 from judgeflow.config.redaction import (
     flatten,
@@ -37,7 +37,7 @@ from judgeflow.config.secrets import (
     public_env,
     resolve_secrets,
 )
-from judgeflow.stages import stage_spec
+from judgeflow.stages import job_spec
 from judgeflow.tracking import Tracker, resolve_tracking_uri
 
 CANARY = "canary-7f3a9e-do-not-leak"
@@ -117,7 +117,7 @@ def test_the_job_gets_its_secrets_and_only_its_input_file_holds_them(
             "cluster.secrets.DB_PASSWORD=env:CANARY_SOURCE", f"cluster.env.DATABASE_URL={DSN}",
         ],
     )  # fmt: skip
-    spec = stage_spec(cfg, "train", "run1", {})
+    spec = job_spec(cfg, "train", "run1", {})
     seen = ("HF_TOKEN", "DB_PASSWORD", "PLAIN", "DATABASE_URL", "MLFLOW_TRACKING_PASSWORD",
             "MLFLOW_TRACKING_URI")  # fmt: skip
     check = (
@@ -126,7 +126,7 @@ def test_the_job_gets_its_secrets_and_only_its_input_file_holds_them(
         f"for k in {seen!r}}}; "
         "json.dump(e, open(os.path.join(d, 'result.json'), 'w'))"
     )
-    spec = StageSpec(**{**spec.__dict__, "command": [sys.executable, "-c", check], "ray": False})
+    spec = JobSpec(**{**spec.__dict__, "command": [sys.executable, "-c", check], "ray": False})
     input_file = Path(spec.secrets_file or "")
     assert stat.S_IMODE(input_file.stat().st_mode) == 0o600
     assert json.loads(input_file.read_text())[SECRET_ENV] == {

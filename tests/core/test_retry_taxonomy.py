@@ -13,7 +13,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import RESOURCE_DOES_NOT_EXIST, TEMPORARILY_UNAVAILABLE
 from submitit.core.utils import FailedSubmissionError
 
-from judgeflow.cluster.stage import StageFailed
+from judgeflow.cluster.job import JobFailed
 from judgeflow.config import ConfigError
 from judgeflow.data.errors import DataError, DataFileNotFoundError
 from judgeflow.retries import is_transient, retried
@@ -58,8 +58,8 @@ def _caused(outer: Exception, cause: BaseException) -> Exception:
         (httpx.ConnectError("refused"), True),
         (httpx.ReadTimeout("slow"), True),
         (FailedSubmissionError("sbatch: error: Slurm temporarily unable to accept job"), True),
-        (StageFailed("scancelled", state="CANCELLED", retryable=True), True),
-        (StageFailed("exited with code 1", state="FAILED"), False),
+        (JobFailed("scancelled", state="CANCELLED", retryable=True), True),
+        (JobFailed("exited with code 1", state="FAILED"), False),
         (DataError("row 3, field 'label': not an int"), False),
         (DataFileNotFoundError("no such file"), False),
         (ConfigError("unknown key"), False),

@@ -45,7 +45,7 @@ from judgeflow.engines.verl_eval import (
 )
 from judgeflow.evaluation import evaluate_judge, evaluation_rows, params_from, read_rows
 from judgeflow.samples import sample_path
-from judgeflow.stages import PreparedData, evaluate_stage_spec
+from judgeflow.stages import PreparedData, evaluate_job_spec
 
 SLURM = ["cluster.backend=slurm"]
 R = "actor_rollout_ref.rollout"
@@ -157,16 +157,16 @@ def test_no_gpu_is_refused_before_anything_is_submitted() -> None:
         overrides_for(cfg)
     data = PreparedData("/t.parquet", "/v.parquet", "/r.json", {})
     with pytest.raises(ValueError, match="evaluation.gpus"):
-        evaluate_stage_spec(cfg, "/model", data, "run", "after", dry_run=True)
+        evaluate_job_spec(cfg, "/model", data, "run", "after", dry_run=True)
 
 
 def test_evaluation_job_runs_under_ray_only_with_verl() -> None:
     data = PreparedData("/t.parquet", "/v.parquet", "/r.json", {})
     verl = load_config("grrm-rlvr", overrides=["evaluation.gpus=2"])
-    spec = evaluate_stage_spec(verl, "/model", data, "run", "after", dry_run=True)
+    spec = evaluate_job_spec(verl, "/model", data, "run", "after", dry_run=True)
     assert spec.ray and spec.gpus_per_node == 2 and spec.name == "evaluate-after"
     trl = load_config("grpo-pointwise", overrides=[*SLURM, "engine=trl"])
-    assert not evaluate_stage_spec(trl, "/model", data, "run", "after", dry_run=True).ray
+    assert not evaluate_job_spec(trl, "/model", data, "run", "after", dry_run=True).ray
 
 
 def test_a_limit_evaluates_rows_written_beside_the_dump(tmp_path: Path) -> None:

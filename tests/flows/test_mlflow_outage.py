@@ -26,7 +26,7 @@ from judgeflow.stages import (
     metrics_spool,
     prepare_stage,
     start_tracking,
-    train_stage_spec,
+    train_job_spec,
 )
 from judgeflow.tracking import Tracker
 
@@ -86,7 +86,7 @@ def _training_job(server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     )  # fmt: skip
     data = prepare_stage(cfg, download_stage(cfg))
     run_id = start_tracking(cfg).run_id
-    spec = train_stage_spec(cfg, data, run_id)
+    spec = train_job_spec(cfg, data, run_id)
     return cfg, run_id, spec, submit(spec, cfg.cluster)
 
 

@@ -130,7 +130,7 @@ def test_grrm_stage_takes_the_rl_train_split_from_the_sharded_flow(
     assert data.rl.train_file == rl_train.output_path
     for ours, theirs in ((data.rl.train_file, single.rl.train_file), (data.sft_file, single.sft_file)):  # fmt: skip
         assert Path(ours).read_bytes() == Path(theirs).read_bytes()
-    other = stages.grrm_rl_train_job(single_cfg, stages.download_stage(single_cfg))
+    other = stages.grrm_rl_train_preparation(single_cfg, stages.download_stage(single_cfg))
     with pytest.raises(ValueError, match="rl_train is"):
         stages.prepare_grrm_stage(
             cfg, manifest, prepare_grrm_rl(other.input, other.output, **other.options)

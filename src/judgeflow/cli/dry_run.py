@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import shlex
 
-from judgeflow.cluster.stage import PYTHON
+from judgeflow.cluster.job import PYTHON
 from judgeflow.cluster.submit import render_sbatch
 from judgeflow.config import RunConfig
 from judgeflow.stages import (
     PreparedData,
-    evaluate_stage_spec,
+    evaluate_job_spec,
     evaluation_job_config,
-    train_stage_spec,
+    train_job_spec,
 )
 
 RUN_ID = "<mlflow-run-id>"
@@ -30,7 +30,7 @@ DATA = PreparedData(
 
 
 def render_recipe(cfg: RunConfig) -> str:
-    spec = train_stage_spec(cfg, DATA, RUN_ID, dry_run=True)
+    spec = train_job_spec(cfg, DATA, RUN_ID, dry_run=True)
     out = [
         f"# recipe {cfg.recipe}: stage train (engine {cfg.resolved_engine}, backend {cfg.cluster.backend})",
         "# ---- sbatch script (submitit) ----",
@@ -57,7 +57,7 @@ def _evaluation(cfg: RunConfig) -> list[str]:
         f"backend {job.cluster.backend}; evaluate-before/-sft differ only in the model)"
     )
     try:
-        spec = evaluate_stage_spec(job, MODEL_DIR, DATA, RUN_ID, "after", dry_run=True)
+        spec = evaluate_job_spec(job, MODEL_DIR, DATA, RUN_ID, "after", dry_run=True)
     except ValueError as exc:
         return [head, f"# cannot run: {exc}"]
     out = [head]

@@ -4,16 +4,16 @@ handle = submit(spec, cluster_config)      # returns at once
 result = watch(handle, on_log=print)       # or handle.result()
 """
 
-from judgeflow.cluster.monitor import StageProgress, watch
-from judgeflow.cluster.stage import StageFailed, StageSpec
-from judgeflow.cluster.submit import JobState, StageHandle, render_sbatch, submit
+from judgeflow.cluster.job import JobFailed, JobSpec
+from judgeflow.cluster.monitor import JobProgress, watch
+from judgeflow.cluster.submit import JobHandle, JobState, render_sbatch, submit
 
 __all__ = [
+    "JobFailed",
+    "JobHandle",
+    "JobProgress",
+    "JobSpec",
     "JobState",
-    "StageFailed",
-    "StageHandle",
-    "StageProgress",
-    "StageSpec",
     "render_sbatch",
     "submit",
     "watch",

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from judgeflow.cluster.submit import StageHandle
+from judgeflow.cluster.submit import JobHandle
 
 
 @dataclass(frozen=True)
-class StageProgress:
+class JobProgress:
     """What a running stage last wrote to its progress file: step / total and a few metrics."""
 
     step: int
@@ -26,13 +26,13 @@ class StageProgress:
 
 
 def watch(
-    handle: StageHandle,
+    handle: JobHandle,
     *,
     on_log: Callable[[str], None],
-    on_progress: Callable[[StageProgress], None] | None = None,
+    on_progress: Callable[[JobProgress], None] | None = None,
     poll_s: float = 2.0,
 ) -> dict[str, Any]:
-    """Poll until the job ends; then return its result (or raise StageFailed)."""
+    """Poll until the job ends; then return its result (or raise JobFailed)."""
     offset, pending, last_progress, beats = 0, "", None, 0
     while True:
         beats += 1  # the job stops itself when this goes quiet (its flow is gone)
@@ -68,10 +68,10 @@ def _last_segment(line: str) -> str:
     return line.rstrip("\r").rsplit("\r", 1)[-1]
 
 
-def _read_progress(handle: StageHandle) -> StageProgress | None:
+def _read_progress(handle: JobHandle) -> JobProgress | None:
     try:
         data = json.loads(handle.spec.progress_path.read_text())
         metrics = {str(k): float(v) for k, v in (data.get("metrics") or {}).items()}
-        return StageProgress(int(data["step"]), int(data["total"]), metrics)
+        return JobProgress(int(data["step"]), int(data["total"]), metrics)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

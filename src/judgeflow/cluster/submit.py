@@ -1,4 +1,4 @@
-"""One way to run a stage: `submit(spec, cluster) -> StageHandle`, on Slurm or on this machine.
+"""One way to run a stage: `submit(spec, cluster) -> JobHandle`, on Slurm or on this machine.
 
 Both backends go through submitit (`slurm` and `local` executors), so the handle behaves the same
 way everywhere: `.result()`, `.cancel()`, `.done()`, `.state`, `.log_tail()`.
@@ -16,8 +16,8 @@ from typing import Any, cast
 import submitit
 from submitit.slurm.slurm import SlurmExecutor
 
+from judgeflow.cluster.job import JobFailed, JobRunner, JobSpec
 from judgeflow.cluster.queue import squeue_state
-from judgeflow.cluster.stage import StageFailed, StageJob, StageSpec
 from judgeflow.config import ClusterConfig
 from judgeflow.config.secrets import public_env, secret_variables
 
@@ -64,11 +64,11 @@ class JobState(enum.Enum):
 
 
 @dataclass
-class StageHandle:
+class JobHandle:
     """A submitted stage; wraps a submitit job (one task per node)."""
 
     job: submitit.Job[Any]
-    spec: StageSpec
+    spec: JobSpec
     backend: str
 
     @property
@@ -96,13 +96,13 @@ class StageHandle:
         return self.job.done(force_check=True)
 
     def result(self) -> dict[str, Any]:
-        """Rank 0's result; raises StageFailed (retryable when killed from outside)."""
+        """Rank 0's result; raises JobFailed (retryable when killed from outside)."""
         try:
             results = self.job.results()
         except (submitit.core.utils.FailedJobError, submitit.core.utils.UncompletedJobError) as exc:
             state = self.final_state()
             known = _job_failure(self.spec)  # what the job itself found (a kill, a lost node)
-            raise StageFailed(
+            raise JobFailed(
                 f"stage {self.spec.name} (job {self.job_id}) ended in state {state.value}"
                 + (f" ({known['reason']})" if known else "")
                 + f"; log: {self.log_paths['stdout']}\n{_last_lines(str(exc), 30)}",
@@ -110,7 +110,7 @@ class StageHandle:
                 retryable=state.killed_from_outside or bool(known and known["retryable"]),
             ) from None
         if not results or results[0] is None:
-            raise StageFailed(f"stage {self.spec.name} (job {self.job_id}) returned no result")
+            raise JobFailed(f"stage {self.spec.name} (job {self.job_id}) returned no result")
         return dict(results[0])
 
     def final_state(self, wait_s: float = 30.0) -> JobState:
@@ -185,21 +185,21 @@ def slurm_parameters(cluster: ClusterConfig) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v not in (None, [], {})}
 
 
-def submit(spec: StageSpec, cluster: ClusterConfig) -> StageHandle:
+def submit(spec: JobSpec, cluster: ClusterConfig) -> JobHandle:
     """Submit `spec` as one job with a task per node; returns at once."""
     folder = Path(spec.workdir) / "jobs"
     executor = make_executor(cluster, folder, name=f"judgeflow-{spec.name}")
-    job = executor.submit(StageJob(), spec)
-    return StageHandle(job=job, spec=spec, backend=cluster.backend)
+    job = executor.submit(JobRunner(), spec)
+    return JobHandle(job=job, spec=spec, backend=cluster.backend)
 
 
-def attach(spec: StageSpec, cluster: ClusterConfig, job_id: str) -> StageHandle | None:
+def attach(spec: JobSpec, cluster: ClusterConfig, job_id: str) -> JobHandle | None:
     """A handle on an earlier submission of `spec` that is still queued or running (Slurm), so a
     retried task follows it instead of submitting a second job; None when there is none."""
     if cluster.backend != "slurm":
         return None  # a local job is a child of the process that died with the task
     job: submitit.Job[Any] = submitit.SlurmJob(folder=Path(spec.workdir) / "jobs", job_id=job_id)
-    handle = StageHandle(job=job, spec=spec, backend=cluster.backend)
+    handle = JobHandle(job=job, spec=spec, backend=cluster.backend)
     word = squeue_state(job_id)  # the live queue: sacct lags a submission and an ending by seconds
     if word is None:  # slurmctld did not answer: ask accounting
         try:
@@ -212,7 +212,7 @@ def attach(spec: StageSpec, cluster: ClusterConfig, job_id: str) -> StageHandle 
     return handle if state in {JobState.PENDING, JobState.RUNNING, JobState.REQUEUED} else None
 
 
-def render_sbatch(spec: StageSpec, cluster: ClusterConfig) -> str:
+def render_sbatch(spec: JobSpec, cluster: ClusterConfig) -> str:
     """The exact sbatch script submitit would submit for `spec` (dry run: nothing is submitted,
     and it works on a machine without Slurm, e.g. a laptop preparing a cluster run)."""
     from submitit.slurm.slurm import SlurmExecutor
@@ -274,7 +274,7 @@ class _SlurmWithoutSecrets(SlurmExecutor):
         return ["env", *unset, *super()._make_submission_command(submission_file_path)]
 
 
-def _job_failure(spec: StageSpec) -> dict[str, Any] | None:
+def _job_failure(spec: JobSpec) -> dict[str, Any] | None:
     import json
 
     try:
@@ -288,9 +288,9 @@ def _last_lines(text: str, n: int) -> str:
 
 
 __all__ = [
+    "JobFailed",
+    "JobHandle",
     "JobState",
-    "StageFailed",
-    "StageHandle",
     "attach",
     "make_executor",
     "render_sbatch",

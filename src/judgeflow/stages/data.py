@@ -174,7 +174,7 @@ def grrm_split_files(manifest: Manifest) -> tuple[Path, Path]:
 
 
 @dataclass(frozen=True)
-class GrrmRlJob:
+class GrrmRlPreparation:
     """One `prepare_grrm_rl` call: input, output and keyword arguments (plain values, so a
     sharded run can ship them to its workers)."""
 
@@ -199,7 +199,7 @@ def _grrm_dir_and_columns(cfg: RunConfig, manifest: Manifest) -> tuple[Path, dic
     return out, columns
 
 
-def grrm_rl_train_job(cfg: RunConfig, manifest: Manifest) -> GrrmRlJob:
+def grrm_rl_train_preparation(cfg: RunConfig, manifest: Manifest) -> GrrmRlPreparation:
     """The augmented RL train preparation, the one large enough to fan out over shards."""
     g = cfg.data.grrm
     train, _ = grrm_split_files(local_manifest(cfg, manifest))
@@ -211,7 +211,7 @@ def grrm_rl_train_job(cfg: RunConfig, manifest: Manifest) -> GrrmRlJob:
         "split": "train",
         **columns,
     }
-    return GrrmRlJob(str(train), str(out / "rl_train.parquet"), options)
+    return GrrmRlPreparation(str(train), str(out / "rl_train.parquet"), options)
 
 
 def grrm_val_file(val_manifest: Manifest) -> Path:
@@ -237,7 +237,7 @@ def prepare_grrm_stage(
     also counts its groups whose prompt is in the train file (`duplicates.across.test`).
 
     `rl_train` is the RL train preparation when it already ran elsewhere (sharded over Ray, see
-    `flows/prepare_sharded.py`); it must be the file `grrm_rl_train_job` names.
+    `flows/prepare_sharded.py`); it must be the file `grrm_rl_train_preparation` names.
     """
     from judgeflow.data import prepare_grrm_rl, prepare_grrm_sft
 
@@ -249,11 +249,11 @@ def prepare_grrm_stage(
     if val_manifest is not None:
         test = grrm_val_file(local_manifest(cfg, val_manifest))
         test_out = out / f"val-{val_manifest.content_hash[:16]}"
-    job = grrm_rl_train_job(cfg, manifest)
+    rl = grrm_rl_train_preparation(cfg, manifest)
     if rl_train is None:
-        rl_train = prepare_grrm_rl(job.input, job.output, **job.options)
-    elif rl_train.output_path != job.output:
-        raise ValueError(f"rl_train is {rl_train.output_path}, this stage writes {job.output}")
+        rl_train = prepare_grrm_rl(rl.input, rl.output, **rl.options)
+    elif rl_train.output_path != rl.output:
+        raise ValueError(f"rl_train is {rl_train.output_path}, this stage writes {rl.output}")
     sft = prepare_grrm_sft(
         str(train), str(out / "sft.parquet"), analysis_key=g.analysis_key, **columns
     )

@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from judgeflow.cluster.job import PROGRESS_FILE, PYTHON, RESULT_FILE, SECRET_ENV, JobSpec
 from judgeflow.cluster.procs import exit_on_signals
-from judgeflow.cluster.stage import PROGRESS_FILE, PYTHON, RESULT_FILE, SECRET_ENV, StageSpec
 from judgeflow.config import ConfigError, RunConfig, judgeflow_home
 from judgeflow.config.secrets import public_env, resolve_secrets
 from judgeflow.engines.verl_eval import evaluation_gpus
@@ -39,7 +39,7 @@ METRICS_SPOOL = "metrics-spool.jsonl"
 MLFLOW_WAIT_S = 60.0
 
 
-def stage_spec(
+def job_spec(
     cfg: RunConfig,
     stage: str,
     run_id: str,
@@ -47,7 +47,7 @@ def stage_spec(
     *,
     name: str | None = None,
     dry_run: bool = False,
-) -> StageSpec:
+) -> JobSpec:
     """The job for `stage` ("train" or "evaluate"): command, environment, shared directory.
 
     Unless `dry_run`, this writes the stage input file the command reads. It is the one file
@@ -74,7 +74,7 @@ def stage_spec(
         "JUDGEFLOW_HOME": str(judgeflow_home()),
         "HF_HUB_DISABLE_TELEMETRY": "1",
     }
-    return StageSpec(
+    return JobSpec(
         name=name,
         command=[PYTHON, "-m", "judgeflow.stages.jobs", str(workdir / STAGE_INPUT)],
         workdir=str(workdir),
@@ -95,11 +95,11 @@ def metrics_spool(cfg: RunConfig, run_id: str, name: str) -> Path:
     return Path(cfg.cluster.shared_dir) / run_id / name / METRICS_SPOOL
 
 
-def train_stage_spec(
+def train_job_spec(
     cfg: RunConfig, data: PreparedData, run_id: str, *, dry_run: bool = False
-) -> StageSpec:
+) -> JobSpec:
     payload = {"data": asdict(data), "output_dir": str(run_dir(cfg, run_id))}
-    return stage_spec(cfg, "train", run_id, payload, dry_run=dry_run)
+    return job_spec(cfg, "train", run_id, payload, dry_run=dry_run)
 
 
 def evaluation_job_config(cfg: RunConfig) -> RunConfig:
@@ -109,7 +109,7 @@ def evaluation_job_config(cfg: RunConfig) -> RunConfig:
     return cfg.model_copy(update={"cluster": cluster})
 
 
-def evaluate_stage_spec(
+def evaluate_job_spec(
     cfg: RunConfig,
     model_dir: str,
     data: PreparedData,
@@ -117,7 +117,7 @@ def evaluate_stage_spec(
     label: str,
     *,
     dry_run: bool = False,
-) -> StageSpec:
+) -> JobSpec:
     """The evaluation job on `evaluation_job_config`'s resources. With verl it runs verl's
     validation mode, which needs the job's Ray cluster; HF generation is one plain process."""
     job = evaluation_job_config(cfg)
@@ -125,14 +125,14 @@ def evaluate_stage_spec(
     if verl and job.cluster.gpus_per_node < 1:
         raise ConfigError("evaluation with verl needs a GPU: set evaluation.gpus")
     payload = {"data": asdict(data), "model_dir": model_dir}
-    spec = stage_spec(job, "evaluate", run_id, payload, name=f"evaluate-{label}", dry_run=dry_run)
+    spec = job_spec(job, "evaluate", run_id, payload, name=f"evaluate-{label}", dry_run=dry_run)
     return replace(spec, ray=spec.ray and verl)
 
 
-def sft_stage_spec(cfg: RunConfig, sft_file: str, run_id: str) -> StageSpec:
+def sft_job_spec(cfg: RunConfig, sft_file: str, run_id: str) -> JobSpec:
     """SFT runs on every node of the allocation (torchrun rendezvous), not under Ray."""
     payload = {"sft_file": sft_file, "output_dir": str(run_dir(cfg, run_id) / "sft")}
-    spec = stage_spec(cfg, "sft", run_id, payload)
+    spec = job_spec(cfg, "sft", run_id, payload)
     return replace(
         spec, ray=False, torchrun=cfg.cluster.backend == "slurm" and cfg.cluster.nodes > 1
     )
@@ -180,7 +180,7 @@ def _evaluate_job(job: JobContext) -> dict[str, Any]:
     return evaluate_stage(job.cfg, job.inputs["model_dir"], PreparedData(**job.inputs["data"]))
 
 
-#: The stages a job can run, by the name in its input file (`stage_spec(cfg, name, …)`).
+#: The stages a job can run, by the name in its input file (`job_spec(cfg, name, …)`).
 JOB_STAGES: dict[str, Callable[[JobContext], dict[str, Any] | None]] = {
     "sft": _sft_job,
     "train": _train_job,

@@ -1,7 +1,7 @@
-"""What a stage is: an engine command to run on the head of a Ray cluster inside an allocation.
+"""What a job is: a stage's engine command, run on the head of a Ray cluster inside an allocation.
 
-A `StageSpec` is plain data (picklable, JSON-able): the command, its environment, where its
-files go. `StageJob` is the callable submitit runs on every task of the allocation; it is
+A `JobSpec` is plain data (picklable, JSON-able): the command, its environment, where its
+files go. `JobRunner` is the callable submitit runs on every task of the allocation; it is
 checkpointable, so a time-limit or preemption signal requeues it and the command, which resumes
 from its last checkpoint, simply runs again.
 """
@@ -26,7 +26,7 @@ PYTHON = "@python"  # in a command: the job's own interpreter (a container's, on
 
 
 @dataclass(frozen=True)
-class StageSpec:
+class JobSpec:
     name: str  # e.g. "train"; used in job names and log lines
     command: list[str]  # the engine command (driver), run on the Ray head
     workdir: str  # shared directory: rendezvous, result and progress files
@@ -61,7 +61,7 @@ class StageSpec:
         return Path(self.workdir) / FAILURE_FILE
 
 
-class StageFailed(RuntimeError):
+class JobFailed(RuntimeError):
     """The stage's command exited non-zero, or its job was killed or ended without a result.
 
     `retryable` is true when the job was killed from outside (scancel, node failure, preemption,
@@ -75,10 +75,10 @@ class StageFailed(RuntimeError):
         self.retryable = retryable
 
 
-class StageJob(submitit.helpers.Checkpointable):
+class JobRunner(submitit.helpers.Checkpointable):
     """Runs on every task: rank 0 hosts the Ray head and the driver, the others join as workers."""
 
-    def __call__(self, spec: StageSpec) -> dict[str, Any] | None:
+    def __call__(self, spec: JobSpec) -> dict[str, Any] | None:
         from judgeflow.cluster.procs import exit_on_signals
 
         # submitit ignores SIGTERM: from here on it stops the job (and, nested, what it started).
@@ -89,7 +89,7 @@ class StageJob(submitit.helpers.Checkpointable):
                 raise SystemExit(143)
             return self._run(spec)
 
-    def _run(self, spec: StageSpec) -> dict[str, Any] | None:
+    def _run(self, spec: JobSpec) -> dict[str, Any] | None:
         from judgeflow.cluster.ray_bootstrap import Allocation, run_in_ray_cluster
 
         env = {**spec.env, **_secret_env(spec), "JUDGEFLOW_STAGE_DIR": spec.workdir}
@@ -129,9 +129,7 @@ class StageJob(submitit.helpers.Checkpointable):
         if code != 0:
             raise _failure(spec, code)
         if not spec.result_path.exists():
-            raise StageFailed(
-                f"stage {spec.name}: command succeeded but wrote no {spec.result_path}"
-            )
+            raise JobFailed(f"stage {spec.name}: command succeeded but wrote no {spec.result_path}")
         result: dict[str, Any] = json.loads(spec.result_path.read_text())
         return result
 
@@ -146,7 +144,7 @@ def _cancelled_before_start() -> bool:
     return state not in (None, "", "RUNNING", "CONFIGURING")
 
 
-def _stop_when_orphaned(spec: StageSpec) -> None:
+def _stop_when_orphaned(spec: JobSpec) -> None:
     """Stop this job when nothing follows it any more: the flow that submitted it (and would
     record its result) died with its worker. Its allocation is then released instead of held
     to the time limit; the reason is left in the failure file."""
@@ -170,7 +168,7 @@ def _stop_when_orphaned(spec: StageSpec) -> None:
     ).start()  # fmt: skip
 
 
-def _failure(spec: StageSpec, code: int) -> StageFailed:
+def _failure(spec: JobSpec, code: int) -> JobFailed:
     """The stage command failed: by itself (not retried), or killed from outside — a signal
     (an operator, a dying node's kill, the OOM killer) or a lost node — which a resubmission,
     resuming from the last checkpoint, can get past. The reason is written down because the
@@ -189,10 +187,10 @@ def _failure(spec: StageSpec, code: int) -> StageFailed:
         why, retryable = f"the command exited with code {code}", False
     message = f"stage {spec.name}: {why}"
     atomic_write_text(spec.failure_path, json.dumps({"reason": message, "retryable": retryable}))
-    return StageFailed(message, retryable=retryable)
+    return JobFailed(message, retryable=retryable)
 
 
-def _secret_env(spec: StageSpec) -> dict[str, str]:
+def _secret_env(spec: JobSpec) -> dict[str, str]:
     """The job's secrets, read from its input file on the node (never part of the spec)."""
     if not spec.secrets_file:
         return {}
@@ -218,7 +216,7 @@ def _torchrun_env(alloc: Any, log_dir: str, timeout_s: float = 300.0) -> dict[st
     deadline = time.monotonic() + timeout_s
     while not master_file.exists():
         if time.monotonic() > deadline:
-            raise StageFailed(
+            raise JobFailed(
                 f"rank {alloc.rank}: no {master_file} from rank 0 after {timeout_s:.0f}s"
             )
         time.sleep(0.2)

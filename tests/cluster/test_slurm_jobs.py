@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 from waits import HANG_GUARD_S
 
-from judgeflow.cluster import StageFailed, StageSpec, submit, watch
+from judgeflow.cluster import JobFailed, JobSpec, submit, watch
 from judgeflow.config import ClusterConfig
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def test_two_node_job_brings_up_ray_on_both_and_runs_work_on_each(
     workdir = tmp_path / f"stage-{uuid.uuid4().hex[:8]}"
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
-    spec = StageSpec(name="ray2", command=[sys.executable, str(script)], workdir=str(workdir),
+    spec = JobSpec(name="ray2", command=[sys.executable, str(script)], workdir=str(workdir),
                      ray_num_cpus=1, ray_object_store_mb=80)  # fmt: skip
     handle = submit(spec, _cluster(nodes=2))
     lines: list[str] = []
@@ -88,10 +88,10 @@ def test_two_node_job_brings_up_ray_on_both_and_runs_work_on_each(
 
 
 def test_failing_command_is_not_retryable(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
-    spec = StageSpec(name="boom", command=[sys.executable, "-c", "raise SystemExit(3)"],
+    spec = JobSpec(name="boom", command=[sys.executable, "-c", "raise SystemExit(3)"],
                      workdir=str(tmp_path / "boom"), ray=False)  # fmt: skip
     handle = submit(spec, _cluster(nodes=1))
-    with pytest.raises(StageFailed, match="exited with code 3|state FAILED") as err:
+    with pytest.raises(JobFailed, match="exited with code 3|state FAILED") as err:
         watch(handle, on_log=lambda _line: None, poll_s=1.0)
     assert err.value.retryable is False
 
@@ -101,7 +101,7 @@ def test_scancelled_job_is_retryable_and_leaves_nothing(
 ) -> None:
     marker = tmp_path / "started"
     workdir = tmp_path / "sleepy"
-    spec = StageSpec(
+    spec = JobSpec(
         name="sleepy",
         command=[
             sys.executable,
@@ -117,7 +117,7 @@ def test_scancelled_job_is_retryable_and_leaves_nothing(
         time.sleep(0.5)
     assert marker.exists(), "the command never started"
     slurm_cluster.run("scancel", handle.job_id)
-    with pytest.raises(StageFailed) as err:
+    with pytest.raises(JobFailed) as err:
         watch(handle, on_log=lambda _line: None, poll_s=1.0)
     assert err.value.state == "CANCELLED"
     assert err.value.retryable is True
@@ -133,7 +133,7 @@ def test_render_matches_what_would_be_submitted(tmp_path: Path) -> None:
     cluster = _cluster(nodes=2).model_copy(
         update={"extra_sbatch": ["--exclusive"], "setup": ["module load cuda"]}
     )
-    spec = StageSpec(name="x", command=["true"], workdir=str(tmp_path / "x"))
+    spec = JobSpec(name="x", command=["true"], workdir=str(tmp_path / "x"))
     text = render_sbatch(spec, cluster)
     assert "#SBATCH --nodes=2" in text and "#SBATCH --partition=debug" in text
     assert "#SBATCH --exclusive" in text and "module load cuda" in text
@@ -203,7 +203,7 @@ def test_cancelled_torchrun_stage_leaves_no_process_on_any_node(
         "--node_rank=$NODE_RANK --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT "
         f"--nproc_per_node=2 {worker} {ready}"
     )
-    spec = StageSpec(name="torchrun2", command=["bash", "-c", launch], workdir=str(tmp_path / "tr"),
+    spec = JobSpec(name="torchrun2", command=["bash", "-c", launch], workdir=str(tmp_path / "tr"),
                      env={"JF_TEST_TAG": tag}, ray=False, torchrun=True)  # fmt: skip
     handle = submit(spec, _cluster(nodes=2))
     deadline = time.monotonic() + 240
@@ -214,7 +214,7 @@ def test_cancelled_torchrun_stage_leaves_no_process_on_any_node(
     assert sum("worker.py" in c and "torch.distributed.run" not in c for c in running) == 4
 
     slurm_cluster.run("scancel", handle.job_id)
-    with pytest.raises(StageFailed) as err:
+    with pytest.raises(JobFailed) as err:
         watch(handle, on_log=lambda _line: None, poll_s=1.0)
     assert err.value.state == "CANCELLED"
     deadline = time.monotonic() + HANG_GUARD_S
@@ -229,7 +229,7 @@ CANCEL_SELF = textwrap.dedent(
     """
     import json, os, signal, subprocess, sys, time
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    from judgeflow.cluster.stage import _cancelled_before_start
+    from judgeflow.cluster.job import _cancelled_before_start
     before = _cancelled_before_start()
     subprocess.run(["scancel", os.environ["SLURM_JOB_ID"]], check=True)
     time.sleep(1.0)

@@ -1,4 +1,4 @@
-"""Submit a stage job and follow it from inside a Prefect task (shared by train and evaluate)."""
+"""Submit a stage's job and follow it from inside a Prefect task (shared by sft, train and evaluate)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from prefect.context import TaskRunContext
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 
-from judgeflow.cluster import StageProgress, StageSpec, submit, submitted, watch
-from judgeflow.cluster.submit import StageHandle, attach
+from judgeflow.cluster import JobProgress, JobSpec, submit, submitted, watch
+from judgeflow.cluster.submit import JobHandle, attach
 from judgeflow.config import RunConfig
 from judgeflow.console import report_progress
 
 
-def training_progress(cfg: RunConfig, stage: str) -> Callable[[StageProgress], None]:
+def training_progress(cfg: RunConfig, stage: str) -> Callable[[JobProgress], None]:
     """A progress artifact for a training stage (`sft-progress`, `training-progress`), and the
     terminal bar when `judgeflow run` shows one; returns what updates both."""
     key = "training-progress" if stage == "train" else f"{stage}-progress"
@@ -25,7 +25,7 @@ def training_progress(cfg: RunConfig, stage: str) -> Callable[[StageProgress], N
         0.0, key=key, description=f"{cfg.recipe} {stage}: waiting for the job to start"
     )
 
-    def update(progress: StageProgress) -> None:
+    def update(progress: JobProgress) -> None:
         report_progress(stage, progress.step, progress.total, progress.metrics)
         if progress.total > 0:
             shown = ", ".join(f"{k.split('/')[-1]} {v:.3f}" for k, v in progress.metrics.items())
@@ -41,9 +41,9 @@ def training_progress(cfg: RunConfig, stage: str) -> Callable[[StageProgress], N
 
 def run_job(
     cfg: RunConfig,
-    spec: StageSpec,
+    spec: JobSpec,
     *,
-    on_progress: Callable[[StageProgress], None] | None = None,
+    on_progress: Callable[[JobProgress], None] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Submit, record for cancellation, stream the log; returns (job id, result).
 
@@ -82,9 +82,9 @@ def run_job(
 
 def follow(
     cfg: RunConfig,
-    handle: StageHandle,
+    handle: JobHandle,
     logger: Any,
-    on_progress: Callable[[StageProgress], None] | None = None,
+    on_progress: Callable[[JobProgress], None] | None = None,
 ) -> dict[str, Any]:
     """`watch` a job as the config says: looked at every `cluster.poll_s` seconds, its log lines
     to `logger`, its progress to `on_progress` (an update that fails is logged, not raised)."""
@@ -96,7 +96,7 @@ def follow(
     )
 
 
-def _still_running(cfg: RunConfig, spec: StageSpec, key: str) -> StageHandle | None:
+def _still_running(cfg: RunConfig, spec: JobSpec, key: str) -> JobHandle | None:
     """This run's last job of this stage, if it is still queued or running: a task retried
     after the flow lost track of its job (the Prefect API down, say) follows it again."""
     earlier = submitted.of_stage(cfg.cluster.shared_dir, key, spec.name)
