@@ -115,3 +115,32 @@ class FilesBehindBasicAuth:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def mlflow_models_serve(model_uri: str, tracking_uri: str, log: Path) -> tuple[Service, str]:
+    """`mlflow models serve -m MODEL --env-manager local` on loopback, started and healthy (its
+    `/ping`), as a user runs it; returns the service (stop it) and its base URL."""
+    import sys
+
+    port = free_port()
+    mlflow = str(Path(sys.executable).parent / "mlflow")
+    command = [mlflow, "models", "serve", "-m", model_uri, "--env-manager", "local",
+               "-h", "127.0.0.1", "-p", str(port), "-w", "1"]  # fmt: skip
+    # as in an activated virtualenv: the server runs `uvicorn` from PATH
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": tracking_uri, "PATH": path}
+    service = Service(command, f"http://127.0.0.1:{port}/ping", log, env)
+    service.start(timeout=240)
+    return service, f"http://127.0.0.1:{port}"
+
+
+def invocations(base_url: str, payload: dict[str, object]) -> object:
+    """POST a JSON payload to a model server's /invocations; its decoded answer."""
+    import json
+
+    request = urllib.request.Request(
+        f"{base_url}/invocations", data=json.dumps(payload).encode(),
+        headers={"Content-Type": "application/json"}, method="POST",
+    )  # fmt: skip
+    with urllib.request.urlopen(request, timeout=300) as answer:
+        return json.loads(answer.read())

@@ -9,6 +9,7 @@ match), and GRPO's training reward rose (last third of the steps above the first
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -17,11 +18,14 @@ from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
+from servers import invocations, mlflow_models_serve
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[1]
 QUOTED = REPO / "benchmarks" / "results" / "demo-pointwise.txt"
+VAL = REPO / "src" / "judgeflow" / "samples" / "tinyjudge_pointwise_val.jsonl"
+CHAMPION = "models:/judge-grpo-pointwise@champion"
 #: GRPO's reward gain over its SFT start that the demo must show (benchmarks/demo.py's bar).
 MIN_GAIN = 0.15
 
@@ -42,7 +46,7 @@ def _user_environment() -> dict[str, str]:
     }
 
 
-def test_make_demo_runs_as_the_readme_says_and_the_judge_learns() -> None:
+def test_make_demo_runs_as_the_readme_says_and_the_judge_learns(tmp_path: Path) -> None:
     proc = subprocess.run(
         ["make", "demo"],
         cwd=REPO,
@@ -60,7 +64,8 @@ def test_make_demo_runs_as_the_readme_says_and_the_judge_learns() -> None:
 
     run_id = re.search(r"MLflow run id : (\w+)", output)
     assert run_id, "the demo prints its MLflow run id"
-    client = MlflowClient(f"sqlite:///{REPO / '.judgeflow' / 'mlflow.db'}")
+    tracking = f"sqlite:///{REPO / '.judgeflow' / 'mlflow.db'}"
+    client = MlflowClient(tracking)
     run = client.get_run(run_id.group(1))
     m = run.data.metrics
     assert m["after/format_failure_rate"] <= 0.10
@@ -89,6 +94,44 @@ def test_make_demo_runs_as_the_readme_says_and_the_judge_learns() -> None:
     assert re.search(r"registered +: judge-grpo-pointwise-sft v\d+ ", output)
     champion = client.get_model_version_by_alias("judge-grpo-pointwise", "champion")
     assert champion.tags["judgeflow.primary_metric"] == "exact_match"
+    _use_the_champion(tracking, tmp_path, m["after/exact_match"], m["after/format_failure_rate"])
     # Prefect's and MLflow's state stayed in the project's .judgeflow, not in ~/.prefect.
     assert "memo_store.toml" not in output
     assert (REPO / ".judgeflow" / "prefect").is_dir()
+
+
+def _use_the_champion(
+    tracking: str, tmp_path: Path, exact_match: float, format_failure_rate: float
+) -> None:
+    """What README's "Using a trained judge" shows, on the demo's champion: `mlflow models
+    serve` scores each posted row 0-4 (as well as the evaluation measured), and `judgeflow
+    judge` writes a verdict for every row of a file."""
+    rows = [json.loads(line) for line in VAL.read_text().splitlines()]
+    frame = {
+        "columns": ["query", "response"],
+        "data": [[r["input"][0]["content"], r["output"][0]["answer"]["content"]] for r in rows],
+    }
+    labels = [r["output"][0]["answer"]["label"]["helpfulness"] for r in rows]
+    service, url = mlflow_models_serve(CHAMPION, tracking, tmp_path / "serve.log")
+    try:
+        predictions = invocations(url, {"dataframe_split": frame})["predictions"]  # type: ignore[index]
+    finally:
+        service.stop()
+    assert len(predictions) == len(rows)
+    assert all(p["score"] in range(5) for p in predictions if p["valid"]), predictions
+    valid = sum(bool(p["valid"]) for p in predictions)
+    assert valid / len(rows) == pytest.approx(1 - format_failure_rate)
+    agree = sum(p["score"] == label for p, label in zip(predictions, labels, strict=True))
+    assert agree / len(rows) == pytest.approx(exact_match)
+
+    out = tmp_path / "verdicts.jsonl"
+    judged = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "judgeflow"), "judge", CHAMPION, "--data", str(VAL),
+         "--output", str(out)],
+        cwd=REPO, env={**_user_environment(), "MLFLOW_TRACKING_URI": tracking},
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert judged.returncode == 0, judged.stdout + judged.stderr
+    verdicts = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [v["id"] for v in verdicts] == [str(i) for i in range(len(rows))]
+    assert [v["score"] for v in verdicts] == [p["score"] for p in predictions]

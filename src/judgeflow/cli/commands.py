@@ -429,6 +429,86 @@ def evaluate_cmd(
     _print_evaluation(result, out_dir)
 
 
+@app.command("judge")
+def judge_cmd(
+    model: Annotated[
+        str,
+        typer.Argument(help="models:/NAME@champion, models:/NAME/3, a model dir or store URI."),
+    ],
+    data: Annotated[
+        str,
+        typer.Option(
+            "--data", "-d", help="Rows to judge: jsonl, json or parquet (columns, OpenJudge, RB2)."
+        ),
+    ],
+    output: Annotated[
+        str, typer.Option("--output", "-o", help="Verdicts: .parquet, else JSON lines.")
+    ],
+    mode: Annotated[
+        ModeChoice | None,
+        typer.Option(help="The judge's kind; a registered version knows its own."),
+    ] = None,
+    skip_invalid: Annotated[
+        bool, typer.Option(help="Drop invalid rows (counted and listed) instead of stopping.")
+    ] = False,
+    set_: SetOption = None,
+) -> None:
+    """Judge every row of an unlabeled file: a verdict, its reasoning and `valid` per row.
+
+    A killed run resumes where it stopped when run again with the same arguments."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from judgeflow.cli.evaluate import resolve_config
+    from judgeflow.config.secrets import keep_url_credentials
+    from judgeflow.engines.generate import HFGenerator
+    from judgeflow.inference.batch import judge_file
+    from judgeflow.inference.pyfunc import local_weights
+
+    data = keep_url_credentials(data)
+    out = _wide_console()
+    try:
+        cfg, model_uri, version = resolve_config(
+            model, mode=mode.value if mode else None, recipe=None, profile=None,
+            overrides=set_ or [], tracking_uri=None,
+        )  # fmt: skip
+        if cfg.mode == "grrm":
+            raise ConfigError(
+                "`judgeflow judge` judges pointwise and pairwise judges (not GRRM yet)"
+            )
+        weights = local_weights(model_uri, cfg.storage.root)
+        generator = HFGenerator(weights, batch_size=cfg.evaluation.batch_size)
+        with Progress(
+            "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), console=out, disable=not out.is_terminal,
+        ) as bar:  # fmt: skip
+            task = bar.add_task("judging", total=None)
+            summary = judge_file(
+                generator, cfg.mode, data, output, model=version or model_uri,
+                max_new_tokens=cfg.evaluation.max_new_tokens,
+                batch_size=cfg.evaluation.batch_size, skip_invalid=skip_invalid,
+                on_progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )  # fmt: skip
+    except _user_errors() as exc:
+        raise _fail(
+            exc, lambda option, value: "--skip-invalid" if option == "skip_invalid" else None
+        ) from None
+    out.print(f"judge     : {version or model} ({weights})")
+    again = f" ({summary.resumed} judged before, resumed)" if summary.resumed else ""
+    out.print(f"judged    : {summary.total} rows of {data}{again}")
+    key = "score" if summary.mode == "pointwise" else "better"
+    shown = " · ".join(f"{value}: {count}" for value, count in summary.verdicts.items())
+    out.print(f"verdicts  : {key} {shown or '-'}")
+    rate = f"{summary.format_failure_rate:.1%}"
+    out.print(f"format    : {summary.format_failures} failures ({rate})")
+    if summary.mode == "pairwise":
+        out.print(f"swapped   : {summary.inconsistent} of {summary.total} changed with the order")
+    if summary.dropped:
+        out.print(f"dropped   : {len(summary.dropped)} invalid rows (--skip-invalid):")
+        for issue in summary.dropped[:20]:
+            out.print(f"  {issue}", highlight=False)
+    out.print(f"output    : {summary.output}")
+
+
 def _wide_console() -> Console:
     """A terminal's own width; piped into a file or grep, wide enough that no cell folds."""
     return Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200)
@@ -468,16 +548,27 @@ def _print_evaluation(result: Any, out_dir: Path) -> None:
 def models_cmd(
     name: Annotated[
         str | None,
-        typer.Argument(help="A recipe (grpo-pointwise) or registered model; default: all."),
+        typer.Argument(
+            help="A recipe (grpo-pointwise) or registered model; default: all. "
+            "A version (models:/NAME@champion, models:/NAME/2): its model card."
+        ),
     ] = None,
 ) -> None:
-    """Registered judge models: versions, aliases, the gate's metric, decision and lineage."""
+    """Registered judge models: versions, aliases, the gate's metric, decision and lineage;
+    for one version, its model card (lineage, evaluation, how to use it)."""
     from rich.table import Table
 
     from judgeflow.config.redaction import strip_credentials
     from judgeflow.registry.models import ModelRegistry
 
     registry = ModelRegistry()
+    if name is not None and name.startswith("models:/"):
+        try:
+            version = registry.resolve(name)
+        except _user_errors() as exc:
+            raise _fail(exc) from None
+        _print_model_card(version, name)
+        return
     try:
         names = _registered_names(registry, name)
     except _user_errors() as exc:
@@ -504,6 +595,43 @@ def models_cmd(
                 (v.run_id or "")[:12],
             )  # fmt: skip
         out.print(table)
+
+
+#: The lineage a version's card shows: tag -> label.
+CARD_LINEAGE = {
+    "judgeflow.recipe": "recipe",
+    "judgeflow.data.source": "data",
+    "judgeflow.data.manifest_hash": "data hash",
+    "judgeflow.config_hash": "config hash",
+    "judgeflow.code_version": "code",
+    "judgeflow.git_commit": "git commit",
+    "judgeflow.start_model": "started from",
+    "judgeflow.parent_version": "parent version",
+    "judgeflow.mlflow_run_id": "MLflow run",
+    "judgeflow.slurm_job_ids": "Slurm jobs",
+    "judgeflow.decision": "gate",
+}
+
+
+def _print_model_card(version: Any, uri: str) -> None:
+    """One version: what it is, where it came from, how it measured, and how to use it."""
+    from rich.markdown import Markdown
+
+    from judgeflow.config.redaction import strip_credentials
+
+    out = _wide_console()
+    aliases = f" ({', '.join(version.aliases)})" if version.aliases else ""
+    out.rule(f"[bold]{version.ref}{aliases}")
+    out.print(f"{'mode':<15}: {version.tags.get('judgeflow.mode', '')}")
+    out.print(f"{'weights':<15}: {strip_credentials(version.model_uri)}")
+    for tag, label in CARD_LINEAGE.items():
+        if version.tags.get(tag):
+            out.print(f"{label:<15}: {strip_credentials(version.tags[tag])}", highlight=False)
+    if version.description:
+        out.print(Markdown(version.description))
+    out.print(f"\n[bold]Use it[/]: mlflow.pyfunc.load_model({uri!r}).predict(frame)")
+    out.print(f"  REST : mlflow models serve -m {uri} --env-manager local -p 5001")
+    out.print(f"  batch: judgeflow judge {uri} --data FILE --output verdicts.parquet")
 
 
 def _registered_names(registry: Any, name: str | None) -> list[str]:

@@ -1,9 +1,10 @@
 """The MLflow model registry: every trained model a version, and a `champion` that moves only to
 a version that is better on the same evaluation.
 
-A version's source is `runs:/<run>/registered/<name>`: a small pointer file logged in the
-pipeline's run (`judgeflow-model.json`: where the weights are, and their lineage). The weights
-stay where the pipeline put them (artifact store, S3); MLflow holds the lineage tags, the
+A version's source is `runs:/<run>/registered/<name>`: an MLflow pyfunc model logged in the
+pipeline's run (`judgeflow.inference.pyfunc`, so `mlflow.pyfunc.load_model("models:/NAME@champion")`
+and `mlflow models serve` work) beside a pointer file (`judgeflow-model.json`: where the weights
+are). The weights stay where the pipeline put them (artifact store, S3); MLflow holds the lineage tags, the
 evaluation table (description) and the aliases. `models:/NAME@champion` resolves through the
 version's `judgeflow.model_uri` tag.
 
@@ -41,6 +42,8 @@ from judgeflow.evaluation.decontamination import (
     overlap_set,
     unchecked_set,
 )
+from judgeflow.inference import INPUT_COLUMNS
+from judgeflow.inference.pyfunc import save_judge_model
 from judgeflow.tracking import resolve_tracking_uri
 
 __all__ = [
@@ -299,6 +302,7 @@ class ModelRegistry:
         note: str = "",
         champion_gone: bool = False,
         decontamination: str | None = None,
+        serving: Mapping[str, Any] | None = None,
     ) -> Decision:
         """Register `model_uri` as a version of `name` (once: a version with the same weights
         is found again) and decide whether `champion` moves to it.
@@ -310,11 +314,15 @@ class ModelRegistry:
         unchecked set when the champion trained on some of the rows or has no lineage: kept,
         never compared). `champion_gone`: the champion's
         weights were not found, an error (`ChampionNotFoundError`) unless `force`. `note` is
-        added to the recorded reason. The caller holds the model's lock from the champion's
+        added to the recorded reason. `serving` completes the version's MLflow model
+        (`max_new_tokens`, `storage_root`, `batch_size`: `judgeflow.inference.pyfunc`); without
+        it, or for GRRM, the version is the pointer file alone. The caller holds the model's lock from the champion's
         lookup to here (tasks/register.py), so the champion cannot change in between.
         """
         champion = self.champion(name)
         existing = self.find(name, model_uri)
+        for older in {v.version: v for v in (champion, existing) if v is not None}.values():
+            self._complete(older, mode, serving)
         if existing is not None and not force:
             return self._already(existing, metric, evaluation, eval_set)
         if champion is not None and champion_gone and not force:
@@ -339,7 +347,7 @@ class ModelRegistry:
         if champion is not None:
             reason = " ".join([reason, *notes])
         forced = force and (champion is not None or unclean)
-        info = existing or self._create(name, model_uri, run_id, mode, tags, description)
+        info = existing or self._create(name, model_uri, run_id, mode, tags, description, serving)
         version = info.version
         decision_tags = {
             TAG_DECISION: reason,
@@ -423,6 +431,7 @@ class ModelRegistry:
         mode: str,
         tags: Mapping[str, Any],
         description: str,
+        serving: Mapping[str, Any] | None = None,
     ) -> VersionInfo:
         try:
             self.client.get_registered_model(name)
@@ -436,12 +445,7 @@ class ModelRegistry:
             except MlflowException as exc:  # another run registering at once created it first
                 if exc.error_code != "RESOURCE_ALREADY_EXISTS":
                     raise
-        pointer = {"model_uri": model_uri, "mode": mode, "registered_model": name}
-        artifact_path = f"registered/{name}"
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / POINTER_FILE
-            path.write_text(json.dumps(pointer, indent=2) + "\n")
-            self.client.log_artifact(run_id, str(path), artifact_path)
+        artifact_path = self._log_model(run_id, name, model_uri, mode, serving)
         version_tags = {
             **{k: str(v) for k, v in tags.items() if v is not None and str(v) != ""},
             TAG_MODEL_URI: model_uri,
@@ -456,6 +460,40 @@ class ModelRegistry:
             description=description,
         )
         return self._info(created)
+
+    def _log_model(
+        self,
+        run_id: str,
+        name: str,
+        model_uri: str,
+        mode: str,
+        serving: Mapping[str, Any] | None,
+        *,
+        pointer: bool = True,
+    ) -> str:
+        """Log a version's MLflow model (with `serving`, pointwise and pairwise) and its pointer
+        file into `run_id` at `registered/<name>`; returns that artifact path."""
+        about = {"model_uri": model_uri, "mode": mode, "registered_model": name}
+        artifact_path = f"registered/{name}"
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) / "model"
+            if serving is not None and mode in INPUT_COLUMNS:
+                save_judge_model(folder, {**about, **serving})
+            folder.mkdir(exist_ok=True)
+            if pointer:
+                (folder / POINTER_FILE).write_text(json.dumps(about, indent=2) + "\n")
+            self.client.log_artifacts(run_id, str(folder), artifact_path)
+        return artifact_path
+
+    def _complete(self, info: VersionInfo, mode: str, serving: Mapping[str, Any] | None) -> None:
+        """A version registered before versions were MLflow models (the champion, or the same
+        weights registered again) gets its model now; its source, `registered/<name>`, stays."""
+        if serving is None or mode not in INPUT_COLUMNS or not info.run_id:
+            return
+        path = f"registered/{info.name}"
+        if any(a.path == f"{path}/MLmodel" for a in self.client.list_artifacts(info.run_id, path)):
+            return
+        self._log_model(info.run_id, info.name, info.model_uri, mode, serving, pointer=False)
 
     def _already(
         self,

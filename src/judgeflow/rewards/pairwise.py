@@ -31,7 +31,7 @@ def _letter_index(text: str) -> int | None:
     return _INDEX[match.group(1).upper()] if match else None
 
 
-def _predicted_choice(solution_str: Any) -> int | None:
+def predicted_choice(solution_str: Any) -> int | None:
     """The choice in the single `<better>` tag of the verdict, or None if not well-formed."""
     if not isinstance(solution_str, str):
         return None
@@ -74,7 +74,7 @@ def compute_score(
     A format failure is never paid. An unusable ground truth is a data bug: it pays nothing,
     warns, and keeps `pred`, so `valid_answer == 0` with `pred >= 0` points at the data.
     """
-    pred, truth = _safely(_predicted_choice, solution_str), _safely(_true_choice, ground_truth)
+    pred, truth = _safely(predicted_choice, solution_str), _safely(_true_choice, ground_truth)
     if truth is None:  # one line per worker (warnings dedupes), not one per sample
         kind = type(ground_truth).__name__
         warnings.warn(f"pairwise reward: unusable ground truth ({kind}); scored 0", stacklevel=2)

@@ -26,7 +26,7 @@ def _verdict(text: str) -> str | None:
     return None if _THINK_OPEN in verdict else verdict
 
 
-def _predicted_score(solution_str: Any) -> int | None:
+def predicted_score(solution_str: Any) -> int | None:
     """The integer in the single `<score>` tag of the verdict, or None if not well-formed."""
     if not isinstance(solution_str, str):
         return None
@@ -77,7 +77,7 @@ def compute_score(
     is never paid, even when the label is 0. An unusable ground truth is a data bug: it pays
     nothing, warns, and keeps `pred`, so `valid_answer == 0` with `pred >= 0` points at the data.
     """
-    pred, label = _safely(_predicted_score, solution_str), _safely(_true_label, ground_truth)
+    pred, label = _safely(predicted_score, solution_str), _safely(_true_label, ground_truth)
     if label is None:  # one line per worker (warnings dedupes), not one per sample
         kind = type(ground_truth).__name__
         warnings.warn(f"pointwise reward: unusable ground truth ({kind}); scored 0", stacklevel=2)

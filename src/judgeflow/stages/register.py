@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from judgeflow.config import RunConfig
+from judgeflow.config.redaction import strip_credentials
 from judgeflow.data.io import exists
 from judgeflow.evaluation.decontamination import (
     OVERLAP_ALLOWED,
@@ -146,6 +147,11 @@ def register_stage(
         champion_eval_set=(measured or {}).get("eval_set"),
         champion_gone=champion is not None and not exists(champion.model_uri),
         decontamination=decontamination_of(evaluation),
+        serving={  # what the version's MLflow model needs to judge as evaluation did
+            "max_new_tokens": cfg.evaluation.max_new_tokens,
+            "batch_size": cfg.evaluation.batch_size,
+            "storage_root": strip_credentials(cfg.storage.root),
+        },
     )
     tracker.set_tags(
         {

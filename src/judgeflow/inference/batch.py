@@ -1,0 +1,252 @@
+"""`judgeflow judge`: a trained judge over every row of an unlabeled file.
+
+Rows come as plain columns (`INPUT_COLUMNS`), OpenJudge rows (labels ignored) or RewardBench2
+rows; a bad row is named by file, row and field, like `prepare`, and dropped only when asked
+(then counted). Verdicts are appended to a progress file as each batch finishes, so a run that
+is killed resumes where it stopped and never judges a recorded row again; the output is written
+whole at the end (a temporary name, then a rename) and the progress file removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from judgeflow.data.errors import DataError, DataValidationError, RowIssue
+from judgeflow.data.io import atomic_write_bytes, is_url, parquet_bytes, sha256_file
+from judgeflow.data.readers import iter_records
+from judgeflow.engines.generate import Generator
+from judgeflow.inference.verdicts import INPUT_COLUMNS, judge
+from judgeflow.modes import JudgeMode
+
+__all__ = ["JudgingSummary", "judge_file", "read_judge_rows"]
+
+
+class _Bad(Exception):
+    def __init__(self, field: str | None, message: str) -> None:
+        super().__init__(message)
+        self.field, self.message = field, message
+
+
+def _string(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        got = "missing" if value is None else f"got {type(value).__name__} {str(value)[:40]!r}"
+        raise _Bad(field, f"expected a non-empty string ({got})")
+    return value
+
+
+def _openjudge(record: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """The first user message and the answers' contents; labels, if any, are not read."""
+    messages, outputs = record.get("input"), record.get("output")
+    if not isinstance(messages, list):
+        raise _Bad("input", "expected a list of messages")
+    users = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
+    if not users:
+        raise _Bad("input", "no user message; the query is the first message with role 'user'")
+    query = _string(messages[users[0]].get("content"), f"input[{users[0]}].content")
+    if not isinstance(outputs, list) or not outputs:
+        raise _Bad("output", "expected a list of answers")
+    answers = []
+    for i, item in enumerate(outputs):
+        answer = item.get("answer") if isinstance(item, dict) else None
+        if not isinstance(answer, dict):
+            raise _Bad(f"output[{i}].answer", "expected an object with 'content'")
+        answers.append(_string(answer.get("content"), f"output[{i}].answer.content"))
+    return query, answers
+
+
+def _rows_of(record: Any, row: int, mode: JudgeMode) -> list[dict[str, Any]]:
+    """The rows to judge in one record, each with its `id` (the record's, else its row)."""
+    if not isinstance(record, dict):
+        raise _Bad(None, f"expected a JSON object, got {type(record).__name__}")
+    rid = record.get("id")
+    rid = str(row) if rid is None or rid == "" else str(rid)
+    if "input" in record and "output" in record:  # OpenJudge
+        query, answers = _openjudge(record)
+        if mode == "pairwise":
+            if len(answers) != 2:
+                raise _Bad("output", f"pairwise rows need exactly 2 answers, got {len(answers)}")
+            return [{"id": rid, "query": query, "response_a": answers[0], "response_b": answers[1]}]
+        if len(answers) == 1:
+            return [{"id": rid, "query": query, "response": answers[0]}]
+        return [{"id": f"{rid}/{i}", "query": query, "response": a} for i, a in enumerate(answers)]
+    if {"prompt", "chosen", "rejected"} <= set(record):  # RewardBench2
+        query = _string(record["prompt"], "prompt")
+        sides = {}
+        for side in ("chosen", "rejected"):
+            items = record[side]
+            if not isinstance(items, list) or not items:
+                raise _Bad(side, "expected a non-empty list of responses")
+            sides[side] = [_string(r, f"{side}[{i}]") for i, r in enumerate(items)]
+        if mode == "pairwise":  # the first chosen response against each rejected one
+            best = sides["chosen"][0]
+            return [
+                {"id": f"{rid}/{j}", "query": query, "response_a": best, "response_b": other}
+                for j, other in enumerate(sides["rejected"])
+            ]
+        return [
+            {"id": f"{rid}/{side}/{i}", "query": query, "response": response}
+            for side, responses in sides.items()
+            for i, response in enumerate(responses)
+        ]
+    return [{"id": rid, **{c: _string(record.get(c), c) for c in INPUT_COLUMNS[mode]}}]
+
+
+def read_judge_rows(
+    path: str | Path, mode: JudgeMode, *, skip_invalid: bool = False
+) -> tuple[list[dict[str, Any]], list[RowIssue]]:
+    """Every row to judge in `path` (jsonl, json or parquet) and the rows found invalid.
+
+    Invalid rows raise one `DataValidationError` naming each (file, row, field), unless
+    `skip_invalid`, which drops them and returns them for the summary. Two rows with one id
+    are an error: a verdict must name its row."""
+    if mode not in INPUT_COLUMNS:
+        raise DataError(f"mode {mode!r}: `judgeflow judge` judges pointwise and pairwise rows")
+    name = os.fspath(path)
+    rows: list[dict[str, Any]] = []
+    issues: list[RowIssue] = []
+    seen: dict[str, int] = {}
+    for row, record in iter_records(name):
+        if isinstance(record, RowIssue):
+            issues.append(record)
+            continue
+        try:
+            found = _rows_of(record, row, mode)
+            for item in found:
+                if item["id"] in seen:
+                    raise _Bad("id", f"id {item['id']!r} is also row {seen[item['id']]}'s")
+        except _Bad as bad:
+            issues.append(RowIssue(name, row, bad.field, bad.message))
+            continue
+        seen.update({item["id"]: row for item in found})
+        rows += found
+    if issues and not skip_invalid:
+        raise DataValidationError(issues)
+    if not rows:
+        raise DataError(f"{name}: no row to judge")
+    return rows, issues
+
+
+@dataclass
+class JudgingSummary:
+    """What a judging run did: rows judged now and before (resumed), dropped, the verdicts."""
+
+    mode: str
+    output: str
+    total: int
+    resumed: int
+    dropped: list[RowIssue] = field(default_factory=list)
+    verdicts: dict[str, int] = field(default_factory=dict)  # "0".."4" or "A"/"B" -> count
+    format_failures: int = 0
+    inconsistent: int = 0  # pairwise: the two orders disagreed
+
+    @property
+    def format_failure_rate(self) -> float:
+        return self.format_failures / self.total if self.total else 0.0
+
+
+def _progress_path(output: str) -> Path:
+    """Beside a local output; under JUDGEFLOW_HOME for a remote one."""
+    if not is_url(output):
+        return Path(output).with_name(Path(output).name + ".judging.jsonl")
+    from judgeflow.config import judgeflow_home
+
+    digest = hashlib.sha256(output.encode()).hexdigest()[:16]
+    return judgeflow_home() / "judging" / f"{digest}.jsonl"
+
+
+def _recorded(progress: Path, fingerprint: str) -> dict[str, dict[str, Any]]:
+    """The verdicts a killed run recorded; a torn last line (killed mid-write) is dropped."""
+    if not progress.exists():
+        return {}
+    raw = progress.read_bytes()
+    whole = raw[: raw.rfind(b"\n") + 1]
+    if len(whole) != len(raw):
+        progress.write_bytes(whole)
+    lines = whole.decode().splitlines()
+    if not lines or json.loads(lines[0]).get("judging") != fingerprint:
+        raise DataError(
+            f"{progress} holds an unfinished judging of other data, another model or other "
+            "settings: delete it to start again, or write to another --output"
+        )
+    return {v["id"]: v for v in map(json.loads, lines[1:])}
+
+
+def judge_file(
+    generator: Generator,
+    mode: JudgeMode,
+    data: str | Path,
+    output: str,
+    *,
+    model: str,
+    max_new_tokens: int,
+    batch_size: int,
+    skip_invalid: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> JudgingSummary:
+    """Judge every row of `data` into `output` (.parquet, else JSON lines), resuming the
+    progress file a killed run left for the same data, model and settings."""
+    rows, dropped = read_judge_rows(data, mode, skip_invalid=skip_invalid)
+    about = [os.fspath(data), sha256_file(data), model, mode, str(max_new_tokens)]
+    fingerprint = hashlib.sha256("\0".join(about).encode()).hexdigest()
+    progress = _progress_path(output)
+    done = _recorded(progress, fingerprint)
+    resumed = len(done)
+    todo = [row for row in rows if row["id"] not in done]
+    progress.parent.mkdir(parents=True, exist_ok=True)
+    with progress.open("a", encoding="utf-8") as log:
+        if not done:
+            log.write(json.dumps({"judging": fingerprint}) + "\n")
+        if on_progress:
+            on_progress(len(done), len(rows))
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start : start + batch_size]
+            verdicts = judge(generator, mode, batch, max_new_tokens=max_new_tokens)
+            lines = [{"id": row["id"], **v} for row, v in zip(batch, verdicts, strict=True)]
+            log.write("".join(json.dumps(line) + "\n" for line in lines))
+            log.flush()
+            os.fsync(log.fileno())
+            done.update((line["id"], line) for line in lines)
+            if on_progress:
+                on_progress(len(done), len(rows))
+    ordered = [done[row["id"]] for row in rows]
+    _write(ordered, output)
+    progress.unlink()
+    return _summary(mode, output, ordered, resumed, dropped)
+
+
+def _write(verdicts: Sequence[Mapping[str, Any]], output: str) -> None:
+    if output.lower().endswith(".parquet"):
+        atomic_write_bytes(output, parquet_bytes(pa.Table.from_pylist(list(verdicts))))
+    else:
+        text = "".join(json.dumps(v, ensure_ascii=False) + "\n" for v in verdicts)
+        atomic_write_bytes(output, text.encode("utf-8"))
+
+
+def _summary(
+    mode: str,
+    output: str,
+    verdicts: Sequence[Mapping[str, Any]],
+    resumed: int,
+    dropped: list[RowIssue],
+) -> JudgingSummary:
+    key = "score" if mode == "pointwise" else "better"
+    counts = Counter(str(v[key]) for v in verdicts if v["valid"])
+    return JudgingSummary(
+        mode=mode,
+        output=output,
+        total=len(verdicts),
+        resumed=resumed,
+        dropped=dropped,
+        verdicts=dict(sorted(counts.items())),
+        format_failures=sum(1 for v in verdicts if not v["valid"]),
+        inconsistent=sum(1 for v in verdicts if mode == "pairwise" and not v["consistent"]),
+    )

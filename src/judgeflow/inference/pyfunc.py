@@ -1,0 +1,130 @@
+"""Each registered version as a standard MLflow model: `mlflow.pyfunc.load_model("models:/…")`,
+`mlflow models serve -m models:/NAME@champion --env-manager local`, Spark UDFs.
+
+The model directory holds no weights: its `model_config` says where they are (the artifact store,
+local or s3://) and how the judge was trained (mode, generation length). `load_context` resolves
+them, through `ArtifactStore.fetch`'s verified cache for a remote store, and `predict` takes a
+DataFrame (`INPUT_COLUMNS`) and returns one verdict per row (`judgeflow.inference.verdicts`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import mlflow.pyfunc
+import pandas as pd
+from mlflow.models import ModelSignature
+from mlflow.pyfunc import PythonModel
+from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema
+
+from judgeflow.data.io import is_url
+from judgeflow.inference.verdicts import INPUT_COLUMNS, judge
+
+__all__ = ["JudgeModel", "local_weights", "save_judge_model", "signature"]
+
+_EXAMPLES: dict[str, dict[str, list[str]]] = {
+    "pointwise": {
+        "query": ["What is the capital of France?"],
+        "response": ["The capital of France is Paris."],
+    },
+    "pairwise": {
+        "query": ["What is the capital of France?"],
+        "response_a": ["Paris."],
+        "response_b": ["Lyon, I think."],
+    },
+}
+#: The model's code as MLflow stores it beside MLmodel; judgeflow must be importable where it loads.
+_MODEL_CODE = """\
+from mlflow.models import set_model
+
+from judgeflow.inference.pyfunc import JudgeModel
+
+set_model(JudgeModel())
+"""
+_OUTPUTS: dict[str, list[ColSpec]] = {
+    "pointwise": [ColSpec("long", "score", required=False)],
+    "pairwise": [ColSpec("string", "better", required=False), ColSpec("boolean", "consistent")],
+}
+
+
+def signature(mode: str, max_new_tokens: int) -> ModelSignature:
+    """Inputs by mode; the verdict, `reasoning` and `valid` out; `max_new_tokens` a parameter."""
+    if mode not in INPUT_COLUMNS:
+        raise ValueError(f"mode {mode!r}: only pointwise and pairwise judges are MLflow models yet")
+    return ModelSignature(
+        inputs=Schema([ColSpec("string", column) for column in INPUT_COLUMNS[mode]]),
+        outputs=Schema(
+            [*_OUTPUTS[mode], ColSpec("string", "reasoning"), ColSpec("boolean", "valid")]
+        ),
+        params=ParamSchema([ParamSpec("max_new_tokens", "long", max_new_tokens)]),
+    )
+
+
+def local_weights(model_uri: str, storage_root: str | None = None) -> str:
+    """A local directory with the weights: `model_uri` itself, or a remote store's verified copy."""
+    if is_url(model_uri):
+        from judgeflow.storage import ArtifactStore
+
+        return str(ArtifactStore(storage_root or model_uri).fetch(model_uri))
+    if not Path(model_uri).is_dir():
+        raise FileNotFoundError(
+            f"this judge's weights are not at {model_uri} (the artifact store it was trained "
+            "with): run on a machine that sees that store, or register the model again"
+        )
+    return model_uri
+
+
+class JudgeModel(PythonModel):
+    """A pointwise or pairwise judge: a DataFrame of rows in, a DataFrame of verdicts out."""
+
+    #: The signature validates the input; MLflow's type-hint validation (which would warn at
+    #: every import that `predict` has no hints) is skipped, as for MLflow's own ChatModel.
+    _skip_type_hint_validation = True
+
+    def load_context(self, context: Any) -> None:
+        from judgeflow.engines.generate import HFGenerator
+
+        config = dict(context.model_config or {})
+        self.mode = config["mode"]
+        self.max_new_tokens = int(config["max_new_tokens"])
+        weights = local_weights(config["model_uri"], config.get("storage_root"))
+        self.generator = HFGenerator(weights, batch_size=int(config.get("batch_size", 8)))
+
+    # No type hints: MLflow would read them as the input schema; the signature is the schema.
+    def predict(self, context, model_input, params=None):
+        rows = (
+            model_input.to_dict("records")
+            if isinstance(model_input, pd.DataFrame)
+            else list(model_input)
+        )
+        tokens = int((params or {}).get("max_new_tokens") or self.max_new_tokens)
+        verdicts = judge(self.generator, self.mode, rows, max_new_tokens=tokens)
+        # object columns keep a missing score as null, not NaN, in MLflow's JSON response
+        columns = signature(self.mode, tokens).outputs.input_names()
+        return pd.DataFrame(verdicts, columns=columns, dtype=object)
+
+
+def save_judge_model(path: str | Path, config: Mapping[str, Any]) -> Path:
+    """Write the MLflow model of a judge to `path` (a new directory); `config` holds
+    `model_uri`, `mode`, `max_new_tokens` and optionally `storage_root`, `batch_size`,
+    `registered_model`. Nothing is loaded or run: requirements are the installed versions."""
+    from importlib.metadata import version
+
+    mode = str(config["mode"])
+    with tempfile.TemporaryDirectory() as tmp:  # a model from code, not a pickle
+        code = Path(tmp) / "judge_model.py"
+        code.write_text(_MODEL_CODE)
+        mlflow.pyfunc.save_model(
+            str(path),
+            python_model=str(code),
+            model_config=dict(config),
+            signature=signature(mode, int(config["max_new_tokens"])),
+            input_example=pd.DataFrame(_EXAMPLES[mode]),
+            pip_requirements=[
+                f"{package}=={version(package)}" for package in ("mlflow", "torch", "transformers")
+            ],
+        )
+    return Path(path)
