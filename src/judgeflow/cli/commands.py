@@ -455,14 +455,15 @@ def judge_cmd(
 ) -> None:
     """Judge every row of an unlabeled file: a verdict, its reasoning and `valid` per row.
 
-    A killed run resumes where it stopped when run again with the same arguments."""
+    A killed run resumes where it stopped when run again with the same arguments. With
+    `--set cluster.backend=slurm` it runs as a Slurm job (then DATA and OUTPUT must be on a
+    shared filesystem or S3); each run is recorded in MLflow (experiment `judgeflow-judge`)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from judgeflow.cli.evaluate import resolve_config
+    from judgeflow.cluster import JobFailed
     from judgeflow.config.secrets import keep_url_credentials
-    from judgeflow.engines.generate import HFGenerator
-    from judgeflow.inference.batch import judge_file
-    from judgeflow.inference.pyfunc import local_weights
+    from judgeflow.stages.judge import judge_stage, record_judging, start_judging_run
 
     data = keep_url_credentials(data)
     out = _wide_console()
@@ -472,41 +473,89 @@ def judge_cmd(
             overrides=set_ or [], tracking_uri=None,
         )  # fmt: skip
         if cfg.mode == "grrm":
-            raise ConfigError(
-                "`judgeflow judge` judges pointwise and pairwise judges (not GRRM yet)"
-            )
-        weights = local_weights(model_uri, cfg.storage.root)
-        generator = HFGenerator(weights, batch_size=cfg.evaluation.batch_size)
+            raise ConfigError("`judgeflow judge` judges pointwise and pairwise rows (not GRRM yet)")
+        tracker = start_judging_run(cfg, model, version, data)
         with Progress(
             "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn(), console=out, disable=not out.is_terminal,
         ) as bar:  # fmt: skip
             task = bar.add_task("judging", total=None)
-            summary = judge_file(
-                generator, cfg.mode, data, output, model=version or model_uri,
-                max_new_tokens=cfg.evaluation.max_new_tokens,
-                batch_size=cfg.evaluation.batch_size, skip_invalid=skip_invalid,
-                on_progress=lambda done, total: bar.update(task, completed=done, total=total),
-            )  # fmt: skip
+
+            def progress(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total or None)
+
+            ref = version or model_uri
+            try:
+                if cfg.cluster.backend == "slurm":
+                    summary = _judge_on_slurm(cfg, model_uri, data, output, tracker.run_id, ref, skip_invalid, progress)  # fmt: skip
+                else:
+                    summary = judge_stage(
+                        cfg, model_uri, data, output, model_ref=ref, skip_invalid=skip_invalid,
+                        progress=progress,
+                    )  # fmt: skip
+            except BaseException:
+                tracker.finish("FAILED")
+                raise
+        record_judging(tracker, summary)
+        tracker.finish()
+    except JobFailed as exc:
+        raise _fail(exc) from None
     except _user_errors() as exc:
         raise _fail(
             exc, lambda option, value: "--skip-invalid" if option == "skip_invalid" else None
         ) from None
-    out.print(f"judge     : {version or model} ({weights})")
-    again = f" ({summary.resumed} judged before, resumed)" if summary.resumed else ""
-    out.print(f"judged    : {summary.total} rows of {data}{again}")
-    key = "score" if summary.mode == "pointwise" else "better"
-    shown = " · ".join(f"{value}: {count}" for value, count in summary.verdicts.items())
+    _print_judging(version or model, model_uri, data, summary, tracker.run_id)
+
+
+def _judge_on_slurm(
+    cfg: Any, model_uri: str, data: str, output: str, run_id: str, ref: str,
+    skip_invalid: bool, progress: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """Submit the judging job and follow it: its log to stderr, its progress to the bar."""
+    from submitit.core.utils import FailedJobError
+
+    from judgeflow.cluster import JobFailed, submit, watch
+    from judgeflow.stages import evaluation_job_config, judge_job_spec
+
+    spec = judge_job_spec(cfg, model_uri, data, output, run_id, model_ref=ref, skip_invalid=skip_invalid)  # fmt: skip
+    try:
+        handle = submit(spec, evaluation_job_config(cfg).cluster)  # the evaluation's resources
+    except FailedJobError as exc:
+        raise JobFailed(f"sbatch refused the judging job: {str(exc).strip()}") from None
+    console.print(f"judging: Slurm job {handle.job_id}; log {handle.log_paths['stdout']}")
+    try:
+        return watch(
+            handle, on_log=lambda line: console.print(line, markup=False, highlight=False),
+            on_progress=lambda p: progress(p.step, p.total), poll_s=cfg.cluster.poll_s,
+        )  # fmt: skip
+    except BaseException:
+        if not handle.done():
+            handle.cancel()
+        raise
+
+
+def _print_judging(
+    model: str, model_uri: str, data: str, summary: dict[str, Any], run_id: str
+) -> None:
+    out = _wide_console()
+    out.print(f"judge     : {model} ({model_uri})")
+    again = f" ({summary['resumed']} judged before, resumed)" if summary["resumed"] else ""
+    out.print(f"judged    : {summary['total']} rows of {data}{again}")
+    key = "score" if summary["mode"] == "pointwise" else "better"
+    shown = " · ".join(f"{value}: {count}" for value, count in summary["verdicts"].items())
     out.print(f"verdicts  : {key} {shown or '-'}")
-    rate = f"{summary.format_failure_rate:.1%}"
-    out.print(f"format    : {summary.format_failures} failures ({rate})")
-    if summary.mode == "pairwise":
-        out.print(f"swapped   : {summary.inconsistent} of {summary.total} changed with the order")
-    if summary.dropped:
-        out.print(f"dropped   : {len(summary.dropped)} invalid rows (--skip-invalid):")
-        for issue in summary.dropped[:20]:
+    rate = f"{summary['format_failure_rate']:.1%}"
+    out.print(f"format    : {summary['format_failures']} failures ({rate})")
+    if summary["mode"] == "pairwise":
+        out.print(
+            f"swapped   : {summary['inconsistent']} of {summary['total']} changed with the order"
+        )
+    if summary["dropped"]:
+        out.print(f"dropped   : {len(summary['dropped'])} invalid rows (--skip-invalid):")
+        for issue in summary["dropped"][:20]:
             out.print(f"  {issue}", highlight=False)
-    out.print(f"output    : {summary.output}")
+    out.print(f"output    : {summary['output']}")
+    out.print(f"MLflow run: {run_id}")
 
 
 def _wide_console() -> Console:

@@ -1,4 +1,5 @@
-"""`judgeflow render`: what each GPU stage of a recipe would submit, without submitting it.
+"""`judgeflow render`: what each GPU stage of a recipe would submit, and the job `judgeflow judge`
+submits with the recipe's settings, without submitting anything.
 
 Paths that only exist once the pipeline has run (prepared data, the MLflow run, the model being
 evaluated) are shown as `<placeholders>`; everything else is exactly what the stage would run.
@@ -11,15 +12,18 @@ import shlex
 from judgeflow.cluster.job import PYTHON
 from judgeflow.cluster.submit import render_sbatch
 from judgeflow.config import RunConfig
+from judgeflow.modes import JUDGE_MODES
 from judgeflow.stages import (
     PreparedData,
     evaluate_job_spec,
     evaluation_job_config,
+    judge_job_spec,
     train_job_spec,
 )
 
 RUN_ID = "<mlflow-run-id>"
 MODEL_DIR = "<model-dir>"
+JUDGE_DATA, JUDGE_OUTPUT = "<rows.jsonl>", "<verdicts.parquet>"
 TRAIN_FILE, VAL_FILE = "<prepared>/train.parquet", "<prepared>/train.val.parquet"
 DATA = PreparedData(
     train_file=TRAIN_FILE,
@@ -42,6 +46,7 @@ def render_recipe(cfg: RunConfig) -> str:
     if engine:
         out += ["# ---- engine command ----", engine]
     out += _evaluation(cfg)
+    out += _judging(cfg)
     return "\n".join(out) + "\n"
 
 
@@ -78,6 +83,30 @@ def _evaluation(cfg: RunConfig) -> list[str]:
             engine,
         ]
     return out
+
+
+def _judging(cfg: RunConfig) -> list[str]:
+    """`judgeflow judge MODEL --data … --output …` with this config (a judge's own, for a
+    registered version), as a job on the evaluation's resources."""
+    head = (
+        f"# recipe {cfg.recipe}: judging, `judgeflow judge {MODEL_DIR} --data {JUDGE_DATA} "
+        f"--output {JUDGE_OUTPUT}` (backend {cfg.cluster.backend})"
+    )
+    if cfg.mode not in JUDGE_MODES:
+        return [head, f"# not available: judgeflow judge judges {' and '.join(JUDGE_MODES)} rows"]
+    if cfg.cluster.backend != "slurm":
+        return [head, "# runs in judgeflow judge's own process (backend local)"]
+    job = evaluation_job_config(cfg)
+    spec = judge_job_spec(
+        cfg, MODEL_DIR, JUDGE_DATA, JUDGE_OUTPUT, RUN_ID, model_ref=MODEL_DIR, dry_run=True
+    )
+    return [
+        head,
+        "# ---- sbatch script (submitit) ----",
+        render_sbatch(spec, job.cluster).rstrip(),
+        "# ---- stage command (one process; python is the job's interpreter) ----",
+        _shell(spec.command),
+    ]
 
 
 def _validation_command(job: RunConfig, stage_dir: str) -> str | None:

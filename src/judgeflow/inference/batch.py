@@ -27,7 +27,7 @@ from judgeflow.engines.generate import Generator
 from judgeflow.inference.verdicts import INPUT_COLUMNS, judge
 from judgeflow.modes import JudgeMode
 
-__all__ = ["JudgingSummary", "judge_file", "read_judge_rows"]
+__all__ = ["JudgingSummary", "judge_file", "read_judge_rows", "summary_metrics"]
 
 
 class _Bad(Exception):
@@ -151,6 +151,26 @@ class JudgingSummary:
     @property
     def format_failure_rate(self) -> float:
         return self.format_failures / self.total if self.total else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values (a job's result file, an MLflow artifact); dropped rows as messages."""
+        return {
+            "mode": self.mode, "output": self.output, "total": self.total,
+            "resumed": self.resumed, "dropped": [str(issue) for issue in self.dropped],
+            "verdicts": self.verdicts, "format_failures": self.format_failures,
+            "format_failure_rate": self.format_failure_rate, "inconsistent": self.inconsistent,
+        }  # fmt: skip
+
+
+def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
+    """`judge/…` numbers of a summary (`JudgingSummary.to_dict`) for MLflow: rows, format
+    failures, each verdict's share, and for pairs how often the order changed the verdict."""
+    n = max(int(summary["total"]), 1)
+    out = {"judge/n": float(summary["total"]), "judge/format_failure_rate": summary["format_failure_rate"]}  # fmt: skip
+    out |= {f"judge/verdict_{v}": count / n for v, count in summary["verdicts"].items()}
+    if summary["mode"] == "pairwise":
+        out["judge/inconsistent_rate"] = summary["inconsistent"] / n
+    return out
 
 
 def _progress_path(output: str) -> Path:

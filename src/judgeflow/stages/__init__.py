@@ -8,6 +8,7 @@ with the same inputs finds them in the same place.
 - `data`: download, prepare (judge, judge SFT, GRRM);
 - `train`: GRPO / RLVR (TRL or verl) and LLaMA-Factory SFT;
 - `evaluate`: a judge's metrics on the validation rows;
+- `judge`: a trained judge over unlabeled rows (`judgeflow judge`), and its MLflow record;
 - `jobs`: each stage as a job (spec, and the entry point a job runs);
 - `register`: a trained model as a registered version, and the champion gate's decision;
 - `records`: what a pipeline run records in MLflow around its stages (import it by module).
@@ -45,6 +46,7 @@ from judgeflow.stages.jobs import (
     evaluate_job_spec,
     evaluation_job_config,
     job_spec,
+    judge_job_spec,
     metrics_spool,
     run_stage_job,
     sft_job_spec,
@@ -71,6 +73,7 @@ __all__ = [
     "grrm_split_files",
     "grrm_val_file",
     "job_spec",
+    "judge_job_spec",
     "local_manifest",
     "metrics_spool",
     "prepare_grrm_stage",

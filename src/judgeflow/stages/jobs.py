@@ -22,6 +22,7 @@ from judgeflow.config.secrets import public_env, resolve_secrets
 from judgeflow.engines.verl_eval import evaluation_gpus
 from judgeflow.stages.common import PreparedData, Progress, run_dir
 from judgeflow.stages.evaluate import evaluate_stage
+from judgeflow.stages.judge import judge_stage
 from judgeflow.stages.train import sft_stage, train_stage
 from judgeflow.storage import write_json
 from judgeflow.tracking import (
@@ -138,6 +139,25 @@ def sft_job_spec(cfg: RunConfig, sft_file: str, run_id: str) -> JobSpec:
     )
 
 
+def judge_job_spec(
+    cfg: RunConfig,
+    model_uri: str,
+    data: str,
+    output: str,
+    run_id: str,
+    *,
+    model_ref: str,
+    skip_invalid: bool = False,
+    dry_run: bool = False,
+) -> JobSpec:
+    """`judgeflow judge` as a job on the evaluation's resources (one node, `evaluation.gpus`
+    GPUs), one plain process (HF generation)."""
+    job = evaluation_job_config(cfg)
+    payload = {"model_uri": model_uri, "data": data, "output": output, "model_ref": model_ref,
+               "skip_invalid": skip_invalid}  # fmt: skip
+    return replace(job_spec(job, "judge", run_id, payload, dry_run=dry_run), ray=False)
+
+
 #: Metrics a stage's progress file carries (the terminal bar shows them beside the step).
 PROGRESS_METRICS = ("train/reward_mean", "train/format_failure_rate", "sft/loss")
 
@@ -180,11 +200,20 @@ def _evaluate_job(job: JobContext) -> dict[str, Any]:
     return evaluate_stage(job.cfg, job.inputs["model_dir"], PreparedData(**job.inputs["data"]))
 
 
+def _judge_job(job: JobContext) -> dict[str, Any]:
+    i = job.inputs
+    return judge_stage(
+        job.cfg, i["model_uri"], i["data"], i["output"], model_ref=i["model_ref"],
+        skip_invalid=i["skip_invalid"], progress=job.progress,
+    )  # fmt: skip
+
+
 #: The stages a job can run, by the name in its input file (`job_spec(cfg, name, …)`).
 JOB_STAGES: dict[str, Callable[[JobContext], dict[str, Any] | None]] = {
     "sft": _sft_job,
     "train": _train_job,
     "evaluate": _evaluate_job,
+    "judge": _judge_job,
 }
 
 
