@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from typer.testing import CliRunner
 
 from judgeflow.cli.commands import app
@@ -85,3 +86,25 @@ def test_run_rejects_bad_config_before_starting_anything() -> None:
 def test_recipes_lists_presets_and_profiles() -> None:
     result = runner.invoke(app, ["recipes"])
     assert "grpo-pointwise" in result.output and "tiny" in result.output
+
+
+def test_judge_names_a_bad_row_and_drops_it_only_when_asked(
+    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(
+        json.dumps({"query": "q", "response": "r"}) + "\n" + json.dumps({"query": "q"}) + "\n"
+    )
+    out = tmp_path / "verdicts.parquet"
+    base = ["judge", str(tiny_model), "--mode", "pointwise", "--data", str(rows), "--output", str(out),
+            "--set", "evaluation.max_new_tokens=4"]  # fmt: skip
+    refused = runner.invoke(app, base)
+    assert refused.exit_code == 2, refused.output
+    assert f"{rows}: row 1, field 'response'" in refused.output
+    assert "hint: pass --skip-invalid" in refused.output and not out.exists()
+    dropped = runner.invoke(app, [*base, "--skip-invalid"])
+    assert dropped.exit_code == 0, dropped.output
+    assert "dropped   : 1 invalid rows" in dropped.output
+    assert [r["id"] for r in pq.read_table(out).to_pylist()] == ["0"]

@@ -32,6 +32,7 @@ DEPLOYMENTS = {
     "grrm/grrm-rlvr",
     "grrm/grrm-full",
     "grrm/retrain-grrm-full",
+    "judge-data/judge-data",
 }
 
 
@@ -63,7 +64,7 @@ def prefect_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str
 
 
 def test_deployment_run_and_cron_schedule_complete_through_a_worker(
-    prefect_api: str, mlflow_server: str, judgeflow_home: Path, tmp_path: Path
+    prefect_api: str, mlflow_server: str, judgeflow_home: Path, tmp_path: Path, tiny_model: Path
 ) -> None:
     pool = f"judgeflow-test-{uuid.uuid4().hex[:6]}"
     env = {
@@ -109,6 +110,22 @@ def test_deployment_run_and_cron_schedule_complete_through_a_worker(
         state = asyncio.run(_schedule_and_wait(retrain.id, {"profile": "tiny", "overrides": tiny}))
         print(f"cron run: {time.monotonic() - start:.1f}s after the schedule was created")
         assert state == "COMPLETED", worker_log.read_text()[-5000:]
+
+        # judge-data: a judge over a file of rows, through the same worker
+        rows = tmp_path / "rows.jsonl"
+        rows.write_text(
+            "".join(json.dumps({"query": f"q{i}", "response": "r"}) + "\n" for i in range(3))
+        )
+        verdicts = tmp_path / "verdicts.jsonl"
+        params = {"model": str(tiny_model), "mode": "pointwise", "data": str(rows),
+                  "output": str(verdicts), "overrides": ["evaluation.max_new_tokens=4"]}  # fmt: skip
+        judged = subprocess.run(
+            [PREFECT, "deployment", "run", "judge-data/judge-data", "--watch",
+             *[arg for k, v in params.items() for arg in ("--param", f"{k}={json.dumps(v) if isinstance(v, list) else v}")]],
+            env=env, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert judged.returncode == 0, judged.stdout[-3000:] + worker_log.read_text()[-5000:]
+        assert len(verdicts.read_text().splitlines()) == 3
     finally:
         stop_group(worker)
 

@@ -52,6 +52,7 @@ from judgeflow.stages.jobs import (
     sft_job_spec,
     train_job_spec,
 )
+from judgeflow.stages.judge import judge_stage
 from judgeflow.stages.train import sft_stage, train_stage
 
 __all__ = [
@@ -74,6 +75,7 @@ __all__ = [
     "grrm_val_file",
     "job_spec",
     "judge_job_spec",
+    "judge_stage",
     "local_manifest",
     "metrics_spool",
     "prepare_grrm_stage",
