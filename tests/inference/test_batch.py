@@ -106,6 +106,9 @@ def test_a_stopped_run_resumes_without_judging_a_recorded_row_again(tmp_path: Pa
     assert summary.resumed == 6 and again.judged == 4
     ids = [json.loads(line)["id"] for line in Path(out).read_text().splitlines()]
     assert ids == [str(i) for i in range(10)]
+    # killed before it wrote a line: starts afresh
+    progress.write_text("")
+    assert judge_file(Replies(), "pointwise", data, out, **args).resumed == 0
     # a progress file of other data is not mixed in
     with pytest.raises(KeyboardInterrupt):
         judge_file(Replies(stop_after=1), "pointwise", data, out, **args)

@@ -192,7 +192,9 @@ def _recorded(progress: Path, fingerprint: str) -> dict[str, dict[str, Any]]:
     if len(whole) != len(raw):
         progress.write_bytes(whole)
     lines = whole.decode().splitlines()
-    if not lines or json.loads(lines[0]).get("judging") != fingerprint:
+    if not lines:  # killed before its first line
+        return {}
+    if json.loads(lines[0]).get("judging") != fingerprint:
         raise DataError(
             f"{progress} holds an unfinished judging of other data, another model or other "
             "settings: delete it to start again, or write to another --output"

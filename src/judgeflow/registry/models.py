@@ -25,6 +25,7 @@ import json
 import math
 import socket
 import tempfile
+import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -491,9 +492,12 @@ class ModelRegistry:
         if serving is None or mode not in INPUT_COLUMNS or not info.run_id:
             return
         path = f"registered/{info.name}"
-        if any(a.path == f"{path}/MLmodel" for a in self.client.list_artifacts(info.run_id, path)):
-            return
-        self._log_model(info.run_id, info.name, info.model_uri, mode, serving, pointer=False)
+        try:
+            listed = self.client.list_artifacts(info.run_id, path)
+            if not any(a.path == f"{path}/MLmodel" for a in listed):
+                self._log_model(info.run_id, info.name, info.model_uri, mode, serving, pointer=False)
+        except (MlflowException, OSError) as exc:  # a convenience: never in the gate's way
+            warnings.warn(f"{info.ref}: could not add its MLflow model ({exc})", stacklevel=2)
 
     def _already(
         self,
