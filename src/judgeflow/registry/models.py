@@ -495,7 +495,9 @@ class ModelRegistry:
         try:
             listed = self.client.list_artifacts(info.run_id, path)
             if not any(a.path == f"{path}/MLmodel" for a in listed):
-                self._log_model(info.run_id, info.name, info.model_uri, mode, serving, pointer=False)
+                self._log_model(
+                    info.run_id, info.name, info.model_uri, mode, serving, pointer=False
+                )
         except (MlflowException, OSError) as exc:  # a convenience: never in the gate's way
             warnings.warn(f"{info.ref}: could not add its MLflow model ({exc})", stacklevel=2)
 
