@@ -128,7 +128,13 @@ def mlflow_models_serve(model_uri: str, tracking_uri: str, log: Path) -> tuple[S
                "-h", "127.0.0.1", "-p", str(port), "-w", "1"]  # fmt: skip
     # as in an activated virtualenv: the server runs `uvicorn` from PATH
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    env = {**os.environ, "MLFLOW_TRACKING_URI": tracking_uri, "PATH": path}
+    # MLflow downloads the model into a temporary folder it never removes: the test's own
+    env = {
+        **os.environ,
+        "MLFLOW_TRACKING_URI": tracking_uri,
+        "PATH": path,
+        "TMPDIR": str(log.parent),
+    }
     service = Service(command, f"http://127.0.0.1:{port}/ping", log, env)
     service.start(timeout=240)
     return service, f"http://127.0.0.1:{port}"

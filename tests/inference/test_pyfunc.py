@@ -5,6 +5,7 @@ an older pointer-only version completed when its weights are registered again, a
 
 from __future__ import annotations
 
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -16,6 +17,13 @@ from mlflow.tracking import MlflowClient
 from servers import invocations, mlflow_models_serve
 
 from judgeflow.registry.models import ModelRegistry
+
+
+@pytest.fixture(autouse=True)
+def _mlflow_downloads_in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`load_model` and `get_model_info` download into temporary folders MLflow never removes."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
 
 ROWS = pd.DataFrame({"query": ["What is 2+2?", "Name a colour."], "response": ["4", "Blue."]})
 SERVING = {"max_new_tokens": 8, "batch_size": 4}
