@@ -43,6 +43,9 @@ ProfileOption = Annotated[
 
 #: The command line's choices, made from `judgeflow.modes` (typer needs an Enum).
 JudgeModeChoice = StrEnum("JudgeModeChoice", {m: m for m in JUDGE_MODES})  # type: ignore[misc]
+ModelArgument = Annotated[
+    str, typer.Argument(help="models:/NAME@champion, models:/NAME/3, a model dir or store URI.")
+]
 ModeChoice = StrEnum("ModeChoice", {m: m for m in MODES})  # type: ignore[misc]
 
 
@@ -386,10 +389,7 @@ PREFECT_STARTUP_TIMEOUT_S = 300
 
 @app.command("evaluate")
 def evaluate_cmd(
-    model: Annotated[
-        str,
-        typer.Argument(help="models:/NAME@champion, models:/NAME/3, a model dir or store URI."),
-    ],
+    model: ModelArgument,
     data: Annotated[
         str,
         typer.Option(
@@ -431,10 +431,7 @@ def evaluate_cmd(
 
 @app.command("judge")
 def judge_cmd(
-    model: Annotated[
-        str,
-        typer.Argument(help="models:/NAME@champion, models:/NAME/3, a model dir or store URI."),
-    ],
+    model: ModelArgument,
     data: Annotated[
         str,
         typer.Option(
