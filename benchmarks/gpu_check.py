@@ -16,18 +16,24 @@ built offline with the tiny tokenizer and 256-token completions, to load a real 
 CUDA a small stand-in shape is used unless --big-preset gpu). Per part it measures the median
 seconds per optimizer step, peak GPU memory (torch.cuda.max_memory_allocated) in training and
 in evaluation, the mean training reward of the first vs last third of the steps, and the eval
-reward_mean / exact_match / format_failure_rate before → after. --json writes the figures;
---seeds repeats each part per data.seed, --precision fp32 turns the engine's bf16 autocast off.
+reward_mean / exact_match / format_failure_rate before → after. After the tiny part, the trained
+judge judges the shipped validation file with `judge_file` (what `judgeflow judge` and the
+`judge` job run, HF generation): rows per second, valid verdicts, and agreement with the file's
+labels, which should match the evaluation's exact_match. --json writes the figures, --table the
+printed table (stamped with date, commit and versions); --seeds repeats the tiny part per
+data.seed (the big part, a load test, runs once); --precision fp32 turns bf16 autocast off.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime as dt
 import gc
 import itertools
 import json
 import math
+import os
 import statistics
 import sys
 import tempfile
@@ -106,6 +112,42 @@ def _evaluate(cfg: Any, model_dir: Path, val_file: Path) -> tuple[dict[str, floa
     return metrics, peak
 
 
+#: Labelled pointwise rows shipped with the package; `judge_file` reads them as unlabeled input.
+JUDGE_ROWS = Path(__file__).parents[1] / "src/judgeflow/samples/tinyjudge_pointwise_val.jsonl"
+
+
+def _judge(cfg: Any, model_dir: Path, rows_file: Path, out_file: Path) -> dict[str, Any]:
+    """Batch judging as `stages.judge.judge_stage` runs it, timed, with agreement to the labels."""
+    from judgeflow.engines.generate import HFGenerator
+    from judgeflow.inference.batch import judge_file
+
+    _reset_peak()
+    start = time.perf_counter()
+    summary = judge_file(
+        HFGenerator(model_dir, batch_size=cfg.evaluation.batch_size),
+        "pointwise",
+        rows_file,
+        str(out_file),
+        model=str(model_dir),
+        max_new_tokens=cfg.evaluation.max_new_tokens,
+        batch_size=cfg.evaluation.batch_size,
+    )
+    seconds = time.perf_counter() - start
+    rows = [json.loads(line) for line in rows_file.read_text().splitlines() if line.strip()]
+    labels = [r["output"][0]["answer"]["label"]["helpfulness"] for r in rows]
+    verdicts = [json.loads(line) for line in out_file.read_text().splitlines()]
+    agree = sum(v["score"] == label for v, label in zip(verdicts, labels, strict=True))
+    return {
+        "rows": summary.total,
+        "valid": summary.total - summary.format_failures,
+        "agreement": agree / len(rows),
+        "verdicts": summary.verdicts,
+        "seconds": seconds,
+        "rows_per_second": summary.total / seconds,
+        "peak_gib": _peak_gib(),
+    }
+
+
 def run_part(
     name: str,
     model_dir: Path,
@@ -114,6 +156,7 @@ def run_part(
     overrides: list[str],
     *,
     precision: str = "auto",
+    judge_rows: Path | None = None,
 ) -> dict[str, Any]:
     """GRPO through judgeflow's entry points, evaluated before and after; the figures."""
     import torch
@@ -165,6 +208,12 @@ def run_part(
     weights = saved.get("dtype") or saved.get("torch_dtype")
     after, after_peak = _evaluate(cfg, result.final_model_dir, val_file)
     print(f"[{name}] eval after: {after}", flush=True)
+    judging = None
+    if judge_rows is not None:
+        judging = _judge(
+            cfg, result.final_model_dir, judge_rows, out_dir / f"{name}.verdicts.jsonl"
+        )
+        print(f"[{name}] judge_file: {judging}", flush=True)
 
     steps = [rewards[s] for s in sorted(rewards)]
     third = max(1, len(steps) // 3)
@@ -186,6 +235,7 @@ def run_part(
         "eval_before": before,
         "eval_after": after,
         "train_rewards": steps,
+        "judging": judging,
     }
 
 
@@ -193,7 +243,9 @@ def _fmt(value: Any, spec: str = ".3f") -> str:
     return "–" if value is None else format(value, spec)
 
 
-def print_table(rows: list[dict[str, Any]]) -> None:
+def table(rows: list[dict[str, Any]]) -> str:
+    """The figures as a text table, one column per part and seed."""
+
     def change(row: dict[str, Any], key: str) -> str:
         before, after = row["eval_before"].get(key), row["eval_after"].get(key)
         return f"{_fmt(before)} → {_fmt(after)}"
@@ -226,12 +278,43 @@ def print_table(rows: list[dict[str, Any]]) -> None:
                 f"/{_fmt(r['eval_after']['seconds'], '.1f')}"
             ),
         ),
+        ("judge_file rows/s", lambda r: _fmt((r["judging"] or {}).get("rows_per_second"), ".1f")),
+        (
+            "judge_file valid, agreement",
+            lambda r: (
+                f"{r['judging']['valid']}/{r['judging']['rows']}, {r['judging']['agreement']:.3f}"
+                if r["judging"]
+                else "–"
+            ),
+        ),
     ]
     cells = [[label, *(fn(r) for r in rows)] for label, fn in lines]
     header = ["", *(r["part"] for r in rows)]
     widths = [max(len(str(c[i])) for c in [header, *cells]) for i in range(len(header))]
-    for line in [header, *cells]:
-        print(" | ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)))
+    return "\n".join(
+        " | ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+        for line in [header, *cells]
+    )
+
+
+def stamp() -> str:
+    """When, on what and from which commit the figures were measured."""
+    import subprocess
+
+    import torch
+    import transformers
+    import trl
+
+    commit = (
+        os.environ.get("GIT_COMMIT")
+        or subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+    )
+    return (
+        f"benchmarks/gpu_check.py, {dt.date.today().isoformat()}, commit {commit or 'unknown'}: "
+        f"torch {torch.__version__}, transformers {transformers.__version__}, trl {trl.__version__}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -248,9 +331,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="config override, all parts"
     )
-    parser.add_argument("--seeds", help="comma-separated data.seed values: one run each per part")
+    parser.add_argument(
+        "--seeds", help="comma-separated data.seed values: a tiny run each (big runs once)"
+    )
     parser.add_argument("--out", type=Path, help="work folder (default: a temporary one)")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--table", type=Path, help="write the printed table here")
     args = parser.parse_args(argv)
 
     import torch
@@ -263,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     seeds: list[str | None] = list(args.seeds.split(",")) if args.seeds else [None]
     rows = []
     for part, seed in itertools.product(args.parts.split(","), seeds):
+        if part == "big" and seed != seeds[0]:
+            continue  # a load test: once is enough
         extra = [*args.set, *([f"data.seed={seed}"] if seed is not None else [])]
         suffix = f"-s{seed}" if seed is not None else ""
         if part == "tiny":
@@ -274,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
                 out,
                 [*overrides, *extra],
                 precision=args.precision,
+                judge_rows=JUDGE_ROWS,
             )
             row["parameters"] = _parameters(sft_dir)
         elif part == "big":
@@ -299,12 +388,15 @@ def main(argv: list[str] | None = None) -> int:
         else:
             parser.error(f"unknown part {part!r} (tiny, big)")
         rows.append(row)
+        if args.json:  # after every part, so a run cut short still leaves its figures
+            args.json.write_text(json.dumps(rows, indent=2, default=str))
         gc.collect()
 
     print()
-    print_table(rows)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2, default=str))
+    text = f"{stamp()}\n\n{table(rows)}\n"
+    print(text)
+    if args.table:
+        args.table.write_text(text)
     return 0
 
 
