@@ -229,6 +229,7 @@ REGIONS: dict[str, Region] = {
     "benchmarks": Region("benchmarks/results.json", benchmarks_table),
     "quickstart-pointwise": Region("benchmarks/results/demo-pointwise.txt", fenced),
     "quickstart-pairwise": Region("benchmarks/results/demo-pairwise.txt", fenced),
+    "gpu-check": Region("benchmarks/results/gpu-check.txt", fenced),
     "demo-seeds": Region("benchmarks/results/demo-seeds.json", demo_seeds_table),
     "demo-rules": Region("benchmarks/results/demo-rules.json", demo_rules_table),
     "grrm-seeds": Region("benchmarks/results/demo-seeds-grrm.json", grrm_seeds_table),
