@@ -372,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
             steps = min(args.big_steps, args.steps or args.big_steps)
             overrides = [
                 f"grpo.max_steps={steps}",
-                "grpo.learning_rate=1e-5",  # the tiny profile's 1e-3 suits a 0.4M model only
+                "grpo.learning_rate=1e-5",  # the tiny profile's rate suits a 0.56M-parameter model only
                 f"data.max_response_length={args.big_completion}",
                 f"evaluation.max_new_tokens={args.big_completion}",
             ]

@@ -4,7 +4,8 @@
     .venv/bin/python benchmarks/judge_prepare.py --rows 2000 --repeat 1
 
 The input is generated OpenJudge JSONL (several responses per query, labels 0-4, answers of a
-few hundred to ~2,000 characters). The baselines render the DESIGN.md template by hand:
+few hundred to ~2,000 characters). The baselines render the pointwise template of
+docs/design/prompts.md by hand:
 
 - `pandas`: the straightforward implementation: read the file with pandas, loop with
   `iterrows`, build one dict per row, `pd.DataFrame(rows).to_parquet`.
@@ -65,8 +66,8 @@ def generate(path: Path, rows: int, seed: int = 0) -> None:
 
 # --------------------------------------------------------------------------- baselines
 
-# DESIGN.md's pointwise template, written out again so the baseline does not share code with
-# judgeflow's templates.
+# The pointwise template of docs/design/prompts.md, written out again so the baseline does not
+# share code with judgeflow's templates.
 _HEAD = (
     "# Task Description\n"
     "You are a professional expert in response quality evaluation.\n"

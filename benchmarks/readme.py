@@ -1,10 +1,11 @@
-"""The README's figures, rendered from committed output files: none is typed by hand.
+"""The documents' figures, rendered from committed output files: none is typed by hand.
 
     .venv/bin/python benchmarks/readme.py            # rewrite every region from its file
-    .venv/bin/python benchmarks/readme.py --check    # exit 1 with a diff if the README disagrees
+    .venv/bin/python benchmarks/readme.py --check    # exit 1 with a diff if a document disagrees
 
-A region is the README's text between two marker comments, on lines of their own (a block) or
-inside one line (inline, for a figure in a sentence):
+The documents are README.md and every page under docs/ (`DOCUMENTS`). A region is a document's
+text between two marker comments, on lines of their own (a block) or inside one line (inline,
+for a figure in a sentence):
 
     <!-- figures:NAME:begin -->
     (generated: edit the source file or the renderer, not this)
@@ -13,10 +14,12 @@ inside one line (inline, for a figure in a sentence):
 NAME is a key of REGIONS, which gives the region's source (a committed file, by its path from
 the repository root) and the function that renders the region's text from it. To add a region:
 write `def render_x(source: Path) -> str`, add `"x": Region("path/to/file", render_x)` to
-REGIONS, put the two markers in the README and run this script. `fenced` renders a committed
-text file (a command's output) as a code block. tests/benchmarks/test_readme_figures.py fails
-when a region differs from what its file renders, when a registered region is missing from the
-README, or when a marked region is not registered. Nothing is measured here:
+REGIONS, put the two markers in a document and run this script. A region may appear in several
+documents (the README's quickstart and the demo page show the same table); each is rendered from
+the one source. `fenced` renders a committed text file (a command's output) as a code block.
+tests/benchmarks/test_readme_figures.py fails when a region differs from what its file renders,
+when a registered region is in no document, or when a marked region is not registered. Nothing
+is measured here:
 `benchmarks/run.py` writes benchmarks/results.json.
 """
 
@@ -37,6 +40,13 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+
+
+def documents(root: Path = REPO) -> list[Path]:
+    """README.md and the docs site's pages: every file that may hold a region."""
+    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+
+
 _MARKER = re.compile(r"<!-- figures:([a-z0-9][a-z0-9-]*):(begin|end) -->")
 _REGION = re.compile(
     r"(<!-- figures:([a-z0-9][a-z0-9-]*):begin -->)(.*?)(<!-- figures:\2:end -->)", re.DOTALL
@@ -250,13 +260,19 @@ REGIONS: dict[str, Region] = {
 # --------------------------------------------------------------------------- the README
 
 
-def _check_markers(text: str, regions: Mapping[str, Region]) -> None:
+def marked(text: str) -> set[str]:
+    """The regions a document marks."""
+    return {name for name, _ in _MARKER.findall(text)}
+
+
+def _check_markers(text: str, regions: Mapping[str, Region], complete: bool) -> None:
     marks = Counter((name, side) for name, side in _MARKER.findall(text))
     named = {name for name, _ in marks}
     problems = [f"{name}: {marks[name, side]} {side} markers" for name in sorted(named)
                 for side in ("begin", "end") if marks[name, side] != 1]  # fmt: skip
     problems += [f"{name}: not in REGIONS" for name in sorted(named - set(regions))]
-    problems += [f"{name}: no markers in the README" for name in sorted(set(regions) - named)]
+    if complete:
+        problems += [f"{name}: no markers in the README" for name in sorted(set(regions) - named)]
     paired = {m.group(2) for m in _REGION.finditer(text)}
     problems += [f"{name}: end marker before begin" for name in sorted(named - paired)
                  if marks[name, "begin"] == marks[name, "end"] == 1]  # fmt: skip
@@ -264,9 +280,12 @@ def _check_markers(text: str, regions: Mapping[str, Region]) -> None:
         raise RegionError("README regions: " + "; ".join(problems))
 
 
-def rewrite(text: str, regions: Mapping[str, Region] = REGIONS, root: Path = REPO) -> str:
-    """`text` with every region's body replaced by what its renderer makes of its source."""
-    _check_markers(text, regions)
+def rewrite(
+    text: str, regions: Mapping[str, Region] = REGIONS, root: Path = REPO, *, complete: bool = True
+) -> str:
+    """`text` with every region's body replaced by what its renderer makes of its source;
+    `complete`: every registered region must be in `text` (False for one of several documents)."""
+    _check_markers(text, regions, complete)
 
     def body(match: re.Match[str]) -> str:
         begin, name, old, end = match.groups()
@@ -280,26 +299,38 @@ def rewrite(text: str, regions: Mapping[str, Region] = REGIONS, root: Path = REP
     return _REGION.sub(body, text)
 
 
+def unmarked(paths: Sequence[Path], regions: Mapping[str, Region] = REGIONS) -> list[str]:
+    """The registered regions no document marks."""
+    seen = set().union(*(marked(p.read_text(encoding="utf-8")) for p in paths))
+    return sorted(set(regions) - seen)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true",
-                        help="change nothing; exit 1 and show the diff if the README is stale")  # fmt: skip
-    parser.add_argument("--readme", type=Path, default=README)
+                        help="change nothing; exit 1 and show the diff if a document is stale")  # fmt: skip
     args = parser.parse_args(argv)
-    old = args.readme.read_text(encoding="utf-8")
-    new = rewrite(old)
-    if new == old:
-        print(f"{args.readme}: every region up to date ({', '.join(REGIONS)})")
-        return 0
-    if args.check:
-        sys.stdout.writelines(difflib.unified_diff(
-            old.splitlines(keepends=True), new.splitlines(keepends=True),
-            f"{args.readme.name} (committed)", f"{args.readme.name} (rendered)"))  # fmt: skip
-        print(f"\n{args.readme}: stale; run .venv/bin/python benchmarks/readme.py")
-        return 1
-    args.readme.write_text(new, encoding="utf-8")
-    print(f"{args.readme}: regions rewritten")
-    return 0
+    paths = documents()
+    if missing := unmarked(paths):
+        raise RegionError(f"regions in no document: {', '.join(missing)}")
+    stale = 0
+    for path in paths:
+        old = path.read_text(encoding="utf-8")
+        new = rewrite(old, complete=False)
+        if new == old:
+            continue
+        stale += 1
+        if args.check:
+            sys.stdout.writelines(difflib.unified_diff(
+                old.splitlines(keepends=True), new.splitlines(keepends=True),
+                f"{path.name} (committed)", f"{path.name} (rendered)"))  # fmt: skip
+            print(f"\n{path}: stale; run .venv/bin/python benchmarks/readme.py")
+        else:
+            path.write_text(new, encoding="utf-8")
+            print(f"{path}: regions rewritten")
+    if not stale:
+        print(f"every region up to date in {len(paths)} documents ({', '.join(REGIONS)})")
+    return 1 if stale and args.check else 0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The layout the README's Layout section promises: a short package root, no import cycles, a
+"""The layout docs/development/layout.md promises: a short package root, no import cycles, a
 cluster layer that knows no engine, and a wheel that installs `judgeflow` alone."""
 
 from __future__ import annotations
@@ -193,10 +193,10 @@ def test_the_wheel_installs_judgeflow_alone(tmp_path: Path) -> None:
 
 def test_cluster_speaks_of_jobs_and_stages_of_the_pipeline() -> None:
     """A *job* is a stage running as a process (judgeflow.cluster); a *stage* is a pipeline step
-    (judgeflow.stages). The cluster's public names say job, and the README defines both words."""
+    (judgeflow.stages). The cluster's public names say job, and the layout page defines both."""
     import judgeflow.cluster as cluster
 
     assert not [name for name in cluster.__all__ if name.startswith("Stage")]
     assert "judgeflow.cluster.stage" not in import_graph()
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs/development/layout.md").read_text()
     assert "**Words, one meaning each.** A *stage* is one step of the pipeline" in readme

@@ -1,5 +1,6 @@
-"""The README quotes what the committed results say: every generated region (benchmarks/readme.py)
-is re-rendered from its committed file and compared with the README. Nothing is measured here.
+"""The README and the docs quote what the committed results say: every generated region
+(benchmarks/readme.py) is re-rendered from its committed file and compared with the document.
+Nothing is measured here.
 """
 
 from __future__ import annotations
@@ -27,13 +28,26 @@ def _load() -> ModuleType:
 readme = _load()
 
 
-def test_every_readme_region_is_what_its_committed_file_renders() -> None:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    rendered = readme.rewrite(text)
-    assert rendered == text, (
-        "The README's generated figures disagree with their committed files; run "
-        ".venv/bin/python benchmarks/readme.py (`--check` shows the diff)"
-    )
+def test_every_region_of_every_document_is_what_its_committed_file_renders() -> None:
+    paths = readme.documents()
+    assert REPO / "README.md" in paths and len(paths) > 10
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        assert readme.rewrite(text, complete=False) == text, (
+            f"{path.relative_to(REPO)}: its generated figures disagree with their committed "
+            "files; run .venv/bin/python benchmarks/readme.py (`--check` shows the diff)"
+        )
+    assert readme.unmarked(paths) == [], "a registered region is in no document"
+
+
+def test_a_region_may_be_shown_in_several_documents_but_must_be_in_one(tmp_path: Path) -> None:
+    regions = _regions(tmp_path)
+    one, two = tmp_path / "one.md", tmp_path / "two.md"
+    one.write_text("<!-- figures:answer:begin -->1<!-- figures:answer:end -->\n")
+    two.write_text("x <!-- figures:answer:begin -->1<!-- figures:answer:end --> y\n")
+    assert readme.unmarked([one, two], regions) == ["demo-table"]
+    for path in (one, two):
+        assert "42" in readme.rewrite(path.read_text(), regions, tmp_path, complete=False)
 
 
 def test_every_registered_source_is_committed_and_the_results_say_where_they_come_from() -> None:

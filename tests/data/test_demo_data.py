@@ -1,6 +1,7 @@
 """The tiny demo's sample data is what `judgeflow.dev.demo_data` writes, and has the shape the
-demo relies on and the README describes: disjoint SFT, RL and validation questions, a weak
-teacher, balanced labels, and validation non-answers phrased as no training row is."""
+demo relies on and the demo page (docs/getting-started/demo.md) describes: disjoint SFT, RL and
+validation questions, a weak teacher, balanced labels, and validation non-answers phrased as no
+training row is."""
 
 from __future__ import annotations
 
@@ -96,12 +97,12 @@ def test_unseen_non_answers_are_only_in_validation_and_reported_as_their_own_sub
         assert len(unseen) * 3 == len(val)
 
 
-def test_the_readme_describes_the_data_as_generated() -> None:
+def test_the_demo_page_describes_the_data_as_generated() -> None:
     rows = demo_rows()
     questions = {_query(r) for name in ("pointwise", "pointwise_sft", "pointwise_val")
                  for r in rows[name]}  # fmt: skip
     rl = {_query(r) for r in rows["pointwise"]}
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs/getting-started/demo.md").read_text(encoding="utf-8")
     for said in (
         f"{len(questions)} short questions",
         f"RL* (`tinyjudge_<mode>.jsonl`, {len(rl)} questions)",
@@ -115,9 +116,10 @@ def test_the_readme_describes_the_data_as_generated() -> None:
         assert said in readme, said
 
 
-def test_the_readme_states_the_tiny_profiles_settings() -> None:
-    """The settings the README's demo and GRRM paragraphs quote are the tiny profiles'."""
-    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+def test_the_docs_state_the_tiny_profiles_settings() -> None:
+    """The settings the demo and GRRM pages quote are the tiny profiles'."""
+    pages = ("docs/getting-started/demo.md", "docs/how-to/grrm.md")
+    readme = " ".join(" ".join((REPO / p).read_text(encoding="utf-8") for p in pages).split())
     pointwise = load_config("grpo-pointwise", profile="tiny")
     pairwise = load_config("grpo-pairwise", profile="tiny")
     grrm = load_config("grrm-full", profile="tiny")

@@ -1,6 +1,7 @@
 """GRRM data preparation: SFT and RL parquet content, augmentation, validation, reports.
 
-Expected texts are written out by hand from DESIGN.md "GRRM" (prompt, target, augmentation).
+Expected texts are written out by hand from docs/design/prompts.md, "GRRM" (prompt, target,
+augmentation).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ UPDATE_GOLDEN = os.environ.get("JUDGEFLOW_UPDATE_GOLDEN") == "1"
 
 
 def grrm_preset(**overrides: object) -> SftParams:
-    """DESIGN "Presets: grrm SFT" with fixed paths."""
+    """docs/design/presets.md, "grrm-full" (the SFT settings), with fixed paths."""
     values: dict[str, object] = {
         "model_path": "Qwen/Qwen2.5-7B",
         "output_dir": "/shared/judgeflow/runs/RUN_ID/sft",
@@ -74,7 +74,7 @@ def test_train_yaml_matches_golden_file(tmp_path: Path) -> None:
 
 
 def test_train_yaml_has_the_design_preset(tmp_path: Path) -> None:
-    """Hand-written from DESIGN.md "Presets: grrm SFT" and the reference YAML."""
+    """Hand-written from docs/design/presets.md, "grrm-full" (SFT), and the reference YAML."""
     path = write_train_yaml(grrm_preset(), "/d", "grrm_sft", tmp_path / "x.yaml")
     assert path.read_text().startswith("# Run with: llamafactory-cli train x.yaml\n")
     cfg = yaml.safe_load(path.read_text())

@@ -45,9 +45,10 @@ def test_shape_is_the_documented_tiny_qwen2(tiny_model: Path) -> None:
     assert model.generation_config.pad_token_id == tokenizer.convert_tokens_to_ids("<|endoftext|>")
 
 
-def test_the_readme_describes_the_tiny_model_as_built(tiny_model: Path) -> None:
+def test_the_demo_page_describes_the_tiny_model_as_built(tiny_model: Path) -> None:
     config = AutoModelForCausalLM.from_pretrained(tiny_model).config
-    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    page = Path(__file__).resolve().parents[2] / "docs/getting-started/demo.md"
+    readme = " ".join(page.read_text().split())
     said = (
         f"A random-init Qwen2 of {config.num_hidden_layers} layers and hidden size "
         f"{config.hidden_size}"

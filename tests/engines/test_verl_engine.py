@@ -1,6 +1,7 @@
-"""verl engine, the CPU-checkable half: rendered overrides (golden files, DESIGN presets, the GRRM
-reference command), hydra value formatting, checkpoint post-processing and the stage runner with
-the subprocesses replaced by a recorder. Composition with verl itself: test_verl_validation.py.
+"""verl engine, the CPU-checkable half: rendered overrides (golden files, the documented presets,
+the GRRM reference command), hydra value formatting, checkpoint post-processing and the stage
+runner with the subprocesses replaced by a recorder. Composition with verl itself:
+test_verl_validation.py.
 
 Regenerate the golden files after an intended change with
     JUDGEFLOW_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/engines/test_verl_engine.py
@@ -80,11 +81,11 @@ def test_render_matches_golden_file(recipe: str) -> None:
     assert text == golden.read_text(), f"{recipe}: overrides changed; review, then regenerate"
 
 
-# ---------------------------------------------------------------------------- DESIGN presets
+# ---------------------------------------------------------------------- documented presets
 
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"
-# Hand-written from DESIGN.md "Presets" (grpo-pointwise / grpo-pairwise, verl).
+# Hand-written from docs/design/presets.md (grpo-pointwise / grpo-pairwise, verl).
 GRPO_JUDGE = {
     "algorithm.adv_estimator": "grpo",
     "data.train_batch_size": 96,
@@ -110,7 +111,7 @@ GRPO_JUDGE = {
     "trainer.n_gpus_per_node": 8,
     "trainer.nnodes": 1,
 }
-# DESIGN.md "Presets", grrm RLVR (verl).
+# docs/design/presets.md, grrm-rlvr (verl).
 GRRM_RLVR = {
     "data.train_batch_size": 512,
     "data.val_batch_size": 256,
@@ -185,7 +186,8 @@ def test_default_reward_path_is_this_installations_module() -> None:
     assert Path(rendered["custom_reward_function.path"]).is_file()
 
 
-# The GRRM reference launch command (shared/seeds/002), with its variables substituted. Keys we
+# The GRRM reference launch command (recipes/GRRM_training_pipeline.md in
+# https://github.com/NJUNLP/GRRM), with its variables substituted. Keys we
 # set differently on purpose are listed in GRRM_DIFFERENT with the reason.
 GRRM_REFERENCE = {
     "data.train_batch_size": 512,

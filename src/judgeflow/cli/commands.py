@@ -47,6 +47,9 @@ ModelArgument = Annotated[
     str, typer.Argument(help="models:/NAME@champion, models:/NAME/3, a model dir or store URI.")
 ]
 ModeChoice = StrEnum("ModeChoice", {m: m for m in MODES})  # type: ignore[misc]
+RecipeArgument = Annotated[
+    str, typer.Argument(help="A recipe preset (`judgeflow recipes` lists them) or a YAML file.")
+]
 
 
 class InputFormat(StrEnum):
@@ -247,7 +250,7 @@ def _print_grrm_result(result: object) -> None:
 @dev_app.command("tiny-model")
 def tiny_model_cmd(
     out_dir: Annotated[Path, typer.Argument(help="Directory to write the tokenizer and model to.")],
-    seed: int = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the random initialisation.")] = 0,
 ) -> None:
     """Build a tiny random-init Qwen2 model and tokenizer offline (CPU tests and the demo)."""
     from judgeflow.dev.tiny_model import build_tiny_model
@@ -270,7 +273,9 @@ def demo_data_cmd(
 
 
 @app.command("render")
-def render_cmd(recipe: str, profile: ProfileOption = None, set_: SetOption = None) -> None:
+def render_cmd(
+    recipe: RecipeArgument, profile: ProfileOption = None, set_: SetOption = None
+) -> None:
     """Dry run: print the sbatch script and engine command of each GPU stage; submits nothing."""
     from judgeflow.cli.dry_run import render_recipe
 
@@ -290,7 +295,9 @@ def recipes_cmd() -> None:
 
 
 @app.command("config")
-def config_cmd(recipe: str, profile: ProfileOption = None, set_: SetOption = None) -> None:
+def config_cmd(
+    recipe: RecipeArgument, profile: ProfileOption = None, set_: SetOption = None
+) -> None:
     """Print the fully resolved configuration of a recipe (after profile and overrides)."""
     import yaml
 
@@ -315,7 +322,7 @@ class GrrmStage(StrEnum):
 
 @app.command("run")
 def run_cmd(
-    recipe: str,
+    recipe: RecipeArgument,
     profile: ProfileOption = None,
     set_: SetOption = None,
     stage: Annotated[

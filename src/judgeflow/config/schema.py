@@ -43,37 +43,60 @@ class _Section(BaseModel):
 
 
 class ModelConfig(_Section):
+    """The policy model that training starts from."""
+
     path: str = Field("Qwen/Qwen3-8B", description="HF model id or local directory of the policy")
 
 
 class GrrmDataConfig(_Section):
     """TowerBlocks-MT-Ranking-style columns and the RL augmentation of the GRRM recipe."""
 
-    src_key: str = "src_text"
-    src_lang_key: str = "src_lang"
-    trg_lang_key: str = "trg_lang"
-    mt_key: str = "mt_texts"
-    score_key: str = "scores"
-    analysis_key: str = "analysis"
+    src_key: str = Field("src_text", description="column with the source texts")
+    src_lang_key: str = Field("src_lang", description="column with the source languages")
+    trg_lang_key: str = Field("trg_lang", description="column with the target languages")
+    mt_key: str = Field("mt_texts", description="column with the candidate translations")
+    score_key: str = Field("scores", description="column with the integer scores")
+    analysis_key: str = Field(
+        "analysis", description="column with the analysis text (the SFT target)"
+    )
     subgroup_augment: int = Field(4, ge=0, description="subgroups sampled per group of n > 2")
     shuffle_augment: int = Field(4, ge=0, description="extra candidate orders per (sub)group")
 
 
 class DataConfig(_Section):
+    """Where the training data comes from and how it is prepared."""
+
     source: str = Field(..., description="file://, hf://, s3://, sample:// URI or a local path")
     revision: str | None = Field(None, description="dataset revision (hf:// commit or tag)")
     val_source: str | None = Field(None, description="separate validation source; else split")
-    format: Literal["auto", "openjudge", "rewardbench2"] = "auto"
-    val_fraction: float = Field(0.1, ge=0.0, lt=1.0)
-    balance_positions: bool = False
-    seed: int = 0
-    max_prompt_length: int = Field(4096, gt=0)
-    max_response_length: int = Field(2048, gt=0)
-    filter_overlong_prompts: bool = True
-    skip_invalid: bool = False
+    format: Literal["auto", "openjudge", "rewardbench2"] = Field(
+        "auto",
+        description="judge data format: `openjudge`, `rewardbench2`, or `auto` (from the columns)",
+    )
+    val_fraction: float = Field(
+        0.1,
+        ge=0.0,
+        lt=1.0,
+        description="share of data.source held out for validation when data.val_source is unset",
+    )
+    balance_positions: bool = Field(
+        False, description="pairwise: swap A/B in half the rows so position is no shortcut"
+    )
+    seed: int = Field(
+        0,
+        description="seed of the validation split, the A/B swaps, the augmentation and the trainers",
+    )
+    max_prompt_length: int = Field(4096, gt=0, description="longest prompt, in tokens")
+    max_response_length: int = Field(2048, gt=0, description="longest completion, in tokens")
+    filter_overlong_prompts: bool = Field(
+        True, description="drop prompts longer than max_prompt_length (the model's tokenizer)"
+    )
+    skip_invalid: bool = Field(False, description="drop invalid rows (reported) instead of failing")
     chosen_label: int = Field(4, ge=0, le=4, description="pointwise label of a RewardBench2 chosen")
     rejected_label: int = Field(0, ge=0, le=4, description="pointwise label of a rejected")
-    grrm: GrrmDataConfig = Field(default_factory=GrrmDataConfig)
+    grrm: GrrmDataConfig = Field(
+        default_factory=GrrmDataConfig, description="GRRM columns and augmentation"
+    )
     shards: int = Field(1, ge=1, description="fan preparation out over this many Ray tasks")
     ray_address: str | None = Field(
         None, description="Ray cluster for sharded preparation; local if unset"
@@ -90,99 +113,154 @@ class SftConfig(_Section):
 
     enabled: bool = Field(False, description="judge recipes: SFT warm start before GRPO")
     source: str | None = Field(None, description="judge recipes: SFT data (`messages` rows)")
-    template: str = "chatml"
-    cutoff_len: int = Field(12000, gt=0)
-    per_device_train_batch_size: int = Field(4, gt=0)
-    gradient_accumulation_steps: int = Field(1, gt=0)
-    learning_rate: float = Field(6e-6, gt=0)
-    num_train_epochs: float = Field(3.0, gt=0)
-    lr_scheduler_type: str = "cosine"
-    warmup_ratio: float = Field(0.1, ge=0, lt=1)
+    template: str = Field(
+        "chatml", description="LLaMA-Factory chat template (`chatml` for Qwen2.5 base models)"
+    )
+    cutoff_len: int = Field(12000, gt=0, description="longest tokenized example, in tokens")
+    per_device_train_batch_size: int = Field(
+        4, gt=0, description="examples per GPU and micro-batch"
+    )
+    gradient_accumulation_steps: int = Field(
+        1, gt=0, description="micro-batches per optimizer step"
+    )
+    learning_rate: float = Field(6e-6, gt=0, description="peak learning rate")
+    num_train_epochs: float = Field(3.0, gt=0, description="passes over the SFT data")
+    lr_scheduler_type: str = Field(
+        "cosine", description="learning-rate schedule (a transformers scheduler name)"
+    )
+    warmup_ratio: float = Field(
+        0.1, ge=0, lt=1, description="share of the steps that warm the learning rate up"
+    )
     bf16: bool | None = Field(None, description="None: on exactly when a GPU is present")
     deepspeed: str | None = Field("zero3", description="zero3, a JSON path, or null (CPU)")
-    finetuning_type: Literal["full", "lora", "freeze"] = "full"
+    finetuning_type: Literal["full", "lora", "freeze"] = Field(
+        "full", description="LLaMA-Factory fine-tuning: `full`, `lora` or `freeze`"
+    )
     flash_attn: Literal["auto", "disabled", "sdpa", "fa2", "fa3"] = Field(
         "fa2", description="LLaMA-Factory attention; auto leaves it to transformers (sdpa)"
     )
-    max_steps: int | None = Field(None, gt=0)
-    save_steps: int = Field(500000, gt=0)
-    preprocessing_num_workers: int | None = 16
-    dataloader_num_workers: int = Field(4, ge=0)
+    max_steps: int | None = Field(
+        None, gt=0, description="stop after this many steps; unset: num_train_epochs"
+    )
+    save_steps: int = Field(
+        500000, gt=0, description="checkpoint every N steps (the default: only the final save)"
+    )
+    preprocessing_num_workers: int | None = Field(
+        16, description="processes that tokenize the data; unset: the main process"
+    )
+    dataloader_num_workers: int = Field(4, ge=0, description="DataLoader worker processes")
 
 
 class GrpoConfig(_Section):
     """GRPO hyperparameters, named after verl's keys so `render` maps them one to one."""
 
-    adv_estimator: Literal["grpo"] = "grpo"
+    adv_estimator: Literal["grpo"] = Field(
+        "grpo", description="advantage estimator (verl `algorithm.adv_estimator`)"
+    )
     train_batch_size: int = Field(96, gt=0, description="prompts per step")
-    val_batch_size: int = Field(192, gt=0)
-    learning_rate: float = Field(1e-6, gt=0)
-    use_kl_loss: bool = True
+    val_batch_size: int = Field(192, gt=0, description="prompts per validation batch")
+    learning_rate: float = Field(1e-6, gt=0, description="actor learning rate (peak)")
+    use_kl_loss: bool = Field(True, description="KL loss against the reference model")
     kl_loss_coef: float = Field(0.001, ge=0, description="0 switches the reference model off")
-    kl_loss_type: str = "low_var_kl"
-    use_kl_in_reward: bool = False
+    kl_loss_type: str = Field(
+        "low_var_kl", description="KL estimator of the KL loss (`low_var_kl`, `mse`, …)"
+    )
+    use_kl_in_reward: bool = Field(
+        False, description="subtract a KL penalty from the reward (coefficient: kl_ctrl_coef)"
+    )
     rollout_n: int = Field(4, ge=2, description="completions per prompt (the group)")
-    temperature: float = Field(1.0, gt=0)
-    gpu_memory_utilization: float = Field(0.6, gt=0, le=1)
-    ppo_mini_batch_size: int = Field(24, gt=0)
-    ppo_micro_batch_size_per_gpu: int = Field(1, gt=0)
-    gradient_checkpointing: bool = True
-    use_remove_padding: bool = True
-    ref_param_offload: bool = True
-    reward_manager: Literal["naive", "dapo", "prime", "batch"] = "naive"
-    total_epochs: int = Field(1, gt=0)
+    temperature: float = Field(1.0, gt=0, description="rollout sampling temperature")
+    gpu_memory_utilization: float = Field(
+        0.6, gt=0, le=1, description="vLLM's share of GPU memory; lower it first on rollout OOM"
+    )
+    ppo_mini_batch_size: int = Field(24, gt=0, description="prompts per actor update")
+    ppo_micro_batch_size_per_gpu: int = Field(
+        1, gt=0, description="samples per GPU and forward/backward pass"
+    )
+    gradient_checkpointing: bool = Field(
+        True, description="recompute activations in the backward pass (memory saver)"
+    )
+    use_remove_padding: bool = Field(
+        True, description="pack sequences without padding (memory saver)"
+    )
+    ref_param_offload: bool = Field(
+        True, description="offload the reference model's parameters (memory saver)"
+    )
+    reward_manager: Literal["naive", "dapo", "prime", "batch"] = Field(
+        "naive",
+        description="verl reward manager; judgeflow's rewards need `naive`, `dapo` or `prime`",
+    )
+    total_epochs: int = Field(1, gt=0, description="passes over the training data")
     max_steps: int | None = Field(None, gt=0, description="stop after this many steps")
-    save_freq: int = Field(20, gt=0)
-    test_freq: int = Field(10, gt=0)
+    save_freq: int = Field(20, gt=0, description="checkpoint every N steps")
+    test_freq: int = Field(10, gt=0, description="validate every N steps")
     # verl-only knobs (the TRL engine ignores them). Defaults are the grpo-pointwise reference
     # (OpenJudge's run_pointwise.sh) or, where it is silent, verl 0.6.1's own default.
     strategy: Literal["fsdp", "fsdp2"] = Field("fsdp", description="actor (and ref) FSDP version")
     model_dtype: Literal["fp32", "bf16"] = Field("fp32", description="FSDP parameter dtype")
-    lr_scheduler_type: Literal["constant", "cosine"] = "constant"
-    lr_warmup_steps_ratio: float = Field(0.0, ge=0, le=1)
+    lr_scheduler_type: Literal["constant", "cosine"] = Field(
+        "constant", description="learning-rate schedule"
+    )
+    lr_warmup_steps_ratio: float = Field(
+        0.0, ge=0, le=1, description="share of the steps that warm the learning rate up"
+    )
     min_lr_ratio: float = Field(0.0, ge=0, le=1, description="cosine floor, share of the lr")
     loss_mode: str = Field("vanilla", description="policy loss: vanilla, gspo, clip_cov, …")
     loss_agg_mode: Literal[
         "token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"
-    ] = "token-mean"
-    clip_ratio_low: float = Field(0.2, gt=0)
-    clip_ratio_high: float = Field(0.2, gt=0)
-    entropy_coeff: float = Field(0.0, ge=0)
+    ] = Field("token-mean", description="how token losses are aggregated (TRL: `loss_type`)")
+    clip_ratio_low: float = Field(
+        0.2, gt=0, description="lower clip range of the policy ratio (TRL: `epsilon`)"
+    )
+    clip_ratio_high: float = Field(
+        0.2, gt=0, description="upper clip range of the policy ratio (TRL: `epsilon_high`)"
+    )
+    entropy_coeff: float = Field(0.0, ge=0, description="entropy bonus coefficient")
     kl_ctrl_coef: float = Field(0.001, ge=0, description="in-reward KL coefficient")
     norm_adv_by_std_in_grpo: bool = Field(True, description="False: Dr.GRPO-style advantages")
     actor_shuffle: bool = Field(False, description="shuffle within a PPO mini-batch epoch")
-    data_shuffle: bool = True
+    data_shuffle: bool = Field(True, description="shuffle the training data")
     truncation: Literal["error", "left", "right", "middle"] = Field(
         "right", description="what verl does with a prompt still too long after filtering"
     )
     param_offload: bool = Field(False, description="offload actor parameters (OOM relief)")
-    optimizer_offload: bool = False
-    ulysses_sequence_parallel_size: int = Field(1, gt=0)
+    optimizer_offload: bool = Field(
+        False, description="offload the actor's optimizer state (OOM relief)"
+    )
+    ulysses_sequence_parallel_size: int = Field(
+        1, gt=0, description="Ulysses sequence-parallel degree"
+    )
     use_dynamic_bsz: bool = Field(False, description="pack by tokens, not by sample count")
     ppo_max_token_len_per_gpu: int = Field(16384, gt=0, description="with use_dynamic_bsz")
     log_prob_micro_batch_size_per_gpu: int = Field(1, gt=0, description="rollout log-probs")
-    ref_log_prob_micro_batch_size_per_gpu: int = Field(1, gt=0)
-    rollout_name: Literal["vllm", "sglang"] = "vllm"
-    rollout_mode: Literal["sync", "async"] = "sync"
+    ref_log_prob_micro_batch_size_per_gpu: int = Field(
+        1, gt=0, description="reference log-probs: samples per GPU and pass"
+    )
+    rollout_name: Literal["vllm", "sglang"] = Field("vllm", description="rollout engine")
+    rollout_mode: Literal["sync", "async"] = Field("sync", description="rollout mode")
     rollout_tensor_model_parallel_size: int | None = Field(
         None, gt=0, description="vLLM tensor parallelism; unset: GPUs per node (the reference)"
     )
     calculate_log_probs: bool = Field(False, description="rollout returns its own log-probs")
-    top_p: float = Field(1.0, gt=0, le=1)
+    top_p: float = Field(1.0, gt=0, le=1, description="rollout nucleus sampling share")
     top_k: int = Field(-1, description="-1: off")
     val_temperature: float = Field(0.0, ge=0, description="0 with val_do_sample=false: greedy")
-    val_top_p: float = Field(1.0, gt=0, le=1)
-    val_top_k: int = -1
-    val_do_sample: bool = False
+    val_top_p: float = Field(1.0, gt=0, le=1, description="validation nucleus sampling share")
+    val_top_k: int = Field(-1, description="validation top-k; -1: off")
+    val_do_sample: bool = Field(False, description="sample during validation; false: greedy")
     overlong_buffer_enable: bool = Field(False, description="dapo: penalise near-limit answers")
     overlong_buffer_len: int = Field(1024, gt=0, description="dapo: tokens before the limit")
-    overlong_buffer_penalty_factor: float = Field(1.0, ge=0)
-    overlong_buffer_log: bool = False
+    overlong_buffer_penalty_factor: float = Field(
+        1.0, ge=0, description="dapo: penalty at the limit"
+    )
+    overlong_buffer_log: bool = Field(False, description="dapo: log the overlong penalty")
     max_resp_len: int | None = Field(
         None, gt=0, description="dapo's limit for the buffer; unset: data.max_response_length"
     )
     val_before_train: bool = Field(False, description="validate once before the first step")
-    resume_mode: Literal["auto", "disable", "resume_path"] = "auto"
+    resume_mode: Literal["auto", "disable", "resume_path"] = Field(
+        "auto", description="verl checkpoint resumption"
+    )
     max_actor_ckpt_to_keep: int | None = Field(None, gt=0, description="unset: keep all")
     logger: list[str] = Field(
         default_factory=lambda: ["console", "mlflow"], description="verl trainer.logger"
@@ -196,16 +274,22 @@ class GrpoConfig(_Section):
 class ClusterConfig(_Section):
     """Where the GPU stages run; generic resource names, validated before anything is submitted."""
 
-    backend: Literal["local", "slurm"] = "local"
-    partition: str | None = None
-    account: str | None = None
-    qos: str | None = None
-    nodes: int = Field(1, gt=0)
-    gpus_per_node: int = Field(8, ge=0)
-    cpus_per_task: int | None = Field(None, gt=0)
-    mem_gb: int | None = Field(None, gt=0)
-    timeout_min: int = Field(24 * 60, gt=0)
-    constraint: str | None = None
+    backend: Literal["local", "slurm"] = Field(
+        "local", description="`local` (this machine) or `slurm`"
+    )
+    partition: str | None = Field(None, description="Slurm partition")
+    account: str | None = Field(None, description="Slurm account")
+    qos: str | None = Field(None, description="Slurm quality of service")
+    nodes: int = Field(1, gt=0, description="nodes of a training stage")
+    gpus_per_node: int = Field(8, ge=0, description="GPUs per node of a training stage")
+    cpus_per_task: int | None = Field(
+        None, gt=0, description="CPUs per node; unset: the scheduler's default"
+    )
+    mem_gb: int | None = Field(
+        None, gt=0, description="memory per node in GB; unset: the scheduler's default"
+    )
+    timeout_min: int = Field(24 * 60, gt=0, description="time limit of a stage's job, in minutes")
+    constraint: str | None = Field(None, description="Slurm node features (`--constraint`)")
     extra_sbatch: list[str] = Field(default_factory=list, description="extra #SBATCH lines")
     setup: list[str] = Field(default_factory=list, description="shell lines run before a stage")
     python: str | None = Field(
@@ -226,7 +310,7 @@ class ClusterConfig(_Section):
         description="directory on the shared filesystem: job folders, logs, rendezvous",
     )
     retries: int = Field(2, ge=0, description="resubmissions of a stage killed from outside")
-    retry_delay_s: float = Field(10.0, ge=0)
+    retry_delay_s: float = Field(10.0, ge=0, description="seconds between resubmissions")
     poll_s: float = Field(2.0, gt=0, description="how often a running stage is checked")
     ray_num_cpus: int | None = Field(None, gt=0, description="CPUs Ray may use per node")
     ray_object_store_mb: int | None = Field(None, ge=75, description="object store per node")
@@ -269,15 +353,23 @@ class ClusterConfig(_Section):
 
 
 class EvaluationConfig(_Section):
-    enabled: bool = True
+    """The judge's evaluation before training, after SFT and after GRPO."""
+
+    enabled: bool = Field(
+        True, description="evaluate the judge before training, after SFT and after GRPO"
+    )
     gpus: int = Field(
         1, ge=0, description="GPUs of the evaluation job, on one node (not the training allocation)"
     )
-    max_new_tokens: int = Field(2048, gt=0)
-    temperature: float = Field(0.0, ge=0)
-    top_p: float = Field(1.0, gt=0, le=1)
+    max_new_tokens: int = Field(2048, gt=0, description="longest generated answer, in tokens")
+    temperature: float = Field(0.0, ge=0, description="sampling temperature; 0: greedy")
+    top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling share")
     limit: int | None = Field(None, gt=0, description="evaluate at most this many rows")
-    batch_size: int = Field(8, gt=0)
+    batch_size: int = Field(
+        8,
+        gt=0,
+        description="prompts per generation batch (TRL runs; verl uses grpo.val_batch_size)",
+    )
     samples: int = Field(
         1, gt=0, description="completions per item, averaged; >1 needs temperature"
     )
@@ -315,11 +407,15 @@ class RegisterConfig(_Section):
 
 
 class TrackingConfig(_Section):
-    experiment: str = "judgeflow"
+    """Where MLflow records the run: its experiment and tracking server."""
+
+    experiment: str = Field("judgeflow", description="MLflow experiment")
     tracking_uri: str | None = Field(None, description="default: $MLFLOW_TRACKING_URI or sqlite")
 
 
 class StorageConfig(_Section):
+    """Where artifacts go: downloaded sources, prepared data and each run's outputs."""
+
     root: str = Field(
         "${JUDGEFLOW_HOME}/artifacts",
         validate_default=True,
@@ -343,18 +439,43 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message='Field name "register"', category=UserWarning)
 
     class RunConfig(_Section):
-        recipe: str
-        mode: Mode
-        engine: Literal["auto", "trl", "verl"] = "auto"
-        model: ModelConfig = Field(default_factory=ModelConfig)
-        data: DataConfig
-        grpo: GrpoConfig = Field(default_factory=GrpoConfig)
-        sft: SftConfig = Field(default_factory=SftConfig)
-        cluster: ClusterConfig = Field(default_factory=ClusterConfig)
-        evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
-        tracking: TrackingConfig = Field(default_factory=TrackingConfig)
-        register: RegisterConfig = Field(default_factory=RegisterConfig)
-        storage: StorageConfig = Field(default_factory=StorageConfig)
+        """One run's configuration: a recipe preset, a profile, then overrides, validated."""
+
+        recipe: str = Field(
+            ...,
+            description="the preset's name: names the MLflow run and the default registered model",
+        )
+        mode: Mode = Field(
+            ..., description="what is trained: `pointwise` or `pairwise` judge, or `grrm`"
+        )
+        engine: Literal["auto", "trl", "verl"] = Field(
+            "auto",
+            description="`trl` (CPU or 1 GPU) or `verl` (GPU cluster); `auto`: verl on Slurm, else TRL",
+        )
+        model: ModelConfig = Field(default_factory=ModelConfig, description="the policy model")
+        data: DataConfig = Field(..., description="the training data and its preparation")
+        grpo: GrpoConfig = Field(default_factory=GrpoConfig, description="GRPO / RLVR training")
+        sft: SftConfig = Field(
+            default_factory=SftConfig, description="LLaMA-Factory supervised fine-tuning"
+        )
+        cluster: ClusterConfig = Field(
+            default_factory=ClusterConfig,
+            description="where and with what resources the GPU stages run",
+        )
+        evaluation: EvaluationConfig = Field(
+            default_factory=EvaluationConfig,
+            description="the judge's evaluation before and after training",
+        )
+        tracking: TrackingConfig = Field(
+            default_factory=TrackingConfig, description="MLflow tracking"
+        )
+        register: RegisterConfig = Field(
+            default_factory=RegisterConfig,
+            description="the MLflow model registry and the champion gate",
+        )
+        storage: StorageConfig = Field(
+            default_factory=StorageConfig, description="the artifact store"
+        )
 
         @model_validator(mode="after")
         def _check(self) -> RunConfig:

@@ -137,7 +137,8 @@ def example_prompt_hash(example: Example) -> str:
 def to_verl_row(
     example: Example, split: str, index: int, swapped: bool = False, pair: int | None = None
 ) -> dict[str, Any]:
-    """One verl RL row (see DESIGN "verl row format"); `pair` is None in pointwise rows."""
+    """One verl RL row (columns: docs/how-to/command-line.md, `prepare judge`); `pair` is None in
+    pointwise rows."""
     origin = example.origin
     truth: dict[str, Any]
     label: int | str

@@ -15,10 +15,10 @@ A large RL input can also be prepared in batch-aligned shards by several workers
 the same bytes (`judgeflow.data.shards`); both paths read, render and write with the same functions
 (`prepare._prepared_tables`, `write._write_tables`, `report._publish_report`).
 
-Decisions (see DESIGN "GRRM"): scores must be integers; an integral float (`7.0`, e.g. a
-parquet `double` column) is accepted as that integer, anything else (`7.5`, NaN, bool, str) is
-an error, as is a score outside `score_range` (0-10 by default, the scale the prompt
-announces). A two-letter language code must be one of `LANG_NAMES`; a longer string is a
+Decisions (see docs/design/prompts.md, "GRRM"): scores must be integers; an integral float
+(`7.0`, e.g. a parquet `double` column) is accepted as that integer, anything else (`7.5`, NaN,
+bool, str) is an error, as is a score outside `score_range` (0-10 by default, the scale the
+prompt announces). A two-letter language code must be one of `LANG_NAMES`; a longer string is a
 language name and passes through unchanged. Output rows are not shuffled (the reference shuffles
 the whole file; that needs it in memory): LLaMA-Factory's trainer and verl with
 `data.shuffle=True` shuffle anyway.
