@@ -91,6 +91,27 @@ def test_every_row_gets_a_verdict_in_order(tmp_path: Path, suffix: str) -> None:
     )  # no progress file left
 
 
+class PairReplies:
+    """Pairwise replies, in order: pair 0 picks the same response in both orders, pair 1 names
+    the same letter (the order changed the verdict), pair 2 fails the format in its swap."""
+
+    def generate(self, prompts: Any, *, max_new_tokens: int, **_: Any) -> list[str]:
+        replies = ["<better>A</better>", "<better>B</better>", "<better>A</better>",
+                   "<better>A</better>", "<better>B</better>", "no verdict"]  # fmt: skip
+        return [f"<think>t</think>{r}" for r in replies[: len(prompts)]]
+
+
+def test_pairwise_summary_counts_order_changes_and_format_failures_apart(tmp_path: Path) -> None:
+    rows = [{"query": "q", "response_a": f"a{i}", "response_b": f"b{i}"} for i in range(3)]
+    data = _jsonl(tmp_path / "pairs.jsonl", rows)
+    out = str(tmp_path / "verdicts.jsonl")
+    summary = judge_file(PairReplies(), "pairwise", data, out, model="m", max_new_tokens=8, batch_size=3)  # fmt: skip
+    verdicts = [json.loads(line) for line in Path(out).read_text().splitlines()]
+    assert [(v["valid"], v["consistent"]) for v in verdicts] == [(True, True), (True, False), (False, False)]  # fmt: skip
+    assert summary.format_failures == 1
+    assert summary.inconsistent == 1  # pair 1 only: pair 2's swap wrote no verdict at all
+
+
 def test_a_stopped_run_resumes_without_judging_a_recorded_row_again(tmp_path: Path) -> None:
     data = _jsonl(tmp_path / "rows.jsonl", [{"query": "q", "response": f"r{i}"} for i in range(10)])
     out = str(tmp_path / "verdicts.jsonl")

@@ -146,7 +146,7 @@ class JudgingSummary:
     dropped: list[RowIssue] = field(default_factory=list)
     verdicts: dict[str, int] = field(default_factory=dict)  # "0".."4" or "A"/"B" -> count
     format_failures: int = 0
-    inconsistent: int = 0  # pairwise: the two orders disagreed
+    inconsistent: int = 0  # pairwise: both orders well-formed, naming different responses
 
     @property
     def format_failure_rate(self) -> float:
@@ -270,5 +270,7 @@ def _summary(
         dropped=dropped,
         verdicts=dict(sorted(counts.items())),
         format_failures=sum(1 for v in verdicts if not v["valid"]),
-        inconsistent=sum(1 for v in verdicts if mode == "pairwise" and not v["consistent"]),
+        inconsistent=sum(  # a format failure is counted once, as such
+            1 for v in verdicts if mode == "pairwise" and v["valid"] and not v["consistent"]
+        ),
     )
