@@ -14,7 +14,7 @@ from typing import Any
 from prefect import flow
 from prefect.artifacts import create_table_artifact
 
-from judgeflow.cli.evaluate import resolve_config
+from judgeflow.registry import resolve_config
 from judgeflow.stages.judge import record_judging, start_judging_run
 from tasks.judge import judge
 

@@ -464,9 +464,9 @@ def judge_cmd(
     shared filesystem or S3); each run is recorded in MLflow (experiment `judgeflow-judge`)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from judgeflow.cli.evaluate import resolve_config
     from judgeflow.cluster import JobFailed
     from judgeflow.config.secrets import keep_url_credentials
+    from judgeflow.registry import resolve_config
     from judgeflow.stages.judge import judge_stage, record_judging, start_judging_run
 
     data = keep_url_credentials(data)

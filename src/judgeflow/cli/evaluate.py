@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judgeflow.config import ConfigError, RunConfig, judgeflow_home, load_config
+from judgeflow.config import RunConfig, judgeflow_home
+from judgeflow.registry.configs import resolve_config
 from judgeflow.stages.common import fetch
 from judgeflow.storage import download
 
@@ -41,57 +42,6 @@ class ModelEvaluation:
     predictions: list[dict[str, Any]] = field(default_factory=list)
     mlflow_run_id: str | None = None
     artifacts: list[str] = field(default_factory=list)
-
-
-def resolve_config(
-    model: str,
-    *,
-    mode: str | None,
-    recipe: str | None,
-    profile: str | None,
-    overrides: list[str],
-    tracking_uri: str | None,
-) -> tuple[RunConfig, str, str | None]:
-    """The run configuration to evaluate with, the weights' URI and the registered version.
-
-    A registered version brings its mode, recipe and the evaluation settings of the run that
-    registered it (so `judgeflow evaluate models:/NAME@champion` measures as the gate did);
-    `--set` overrides them.
-    """
-    from judgeflow.registry.models import TAG_MODE, ModelRegistry
-
-    version = None
-    recorded: list[str] = []
-    model_uri = model
-    if model.startswith("models:/"):
-        info = ModelRegistry(tracking_uri).resolve(model)
-        version, model_uri = info.ref, info.model_uri
-        mode = mode or info.tags.get(TAG_MODE)
-        recipe = recipe or info.tags.get("judgeflow.recipe")
-        recorded = _recorded_evaluation(info.run_id, tracking_uri) if not profile else []
-    if not mode:
-        raise ConfigError(f"{model}: say which judge it is with --mode pointwise|pairwise|grrm")
-    recipe = recipe or ("grrm-rlvr" if mode == "grrm" else f"grpo-{mode}")
-    base = [f"mode={mode}", f"model.path={model_uri}"]
-    if tracking_uri:
-        base.append(f"tracking.tracking_uri={tracking_uri}")
-    cfg = load_config(recipe, profile=profile, overrides=[*base, *recorded, *overrides])
-    return cfg, model_uri, version
-
-
-def _recorded_evaluation(run_id: str | None, tracking_uri: str | None) -> list[str]:
-    """`evaluation.*` of the run that registered a version, as overrides."""
-    if not run_id:
-        return []
-    from judgeflow.tracking import Tracker
-
-    params = Tracker.attach(run_id, tracking_uri).client.get_run(run_id).data.params
-    keep = ("max_new_tokens", "temperature", "top_p", "samples", "limit", "batch_size")
-    return [
-        f"evaluation.{k}={params[f'evaluation.{k}']}"
-        for k in keep
-        if params.get(f"evaluation.{k}") not in (None, "None", "***")  # "***": redacted
-    ]
 
 
 def evaluation_file(cfg: RunConfig, data: str, work: Path) -> str:

@@ -2,10 +2,12 @@
 
 - `models`: versions, the `champion` / `challenger` aliases and the gate that moves them
 - `sft_models`: the SFT model an RLVR-only run starts from, found by its runs' MLflow tags
+- `configs`: the run configuration a model reference is evaluated or judged with
 
 (The jobs a pipeline run submitted are `judgeflow.cluster.submitted`, not a registry.)
 """
 
+from judgeflow.registry.configs import resolve_config
 from judgeflow.registry.models import (
     CHALLENGER,
     CHAMPION,
@@ -26,4 +28,5 @@ __all__ = [
     "RegistryError",
     "VersionInfo",
     "decide",
+    "resolve_config",
 ]
