@@ -176,3 +176,43 @@ def test_judgeflow_judge_killed_halfway_resumes(tiny_model: Path, tmp_path: Path
     ]
     assert len(finished) == 1 and finished[0].data.metrics["judge/n"] == 400
     assert finished[0].data.tags["judgeflow.judge_output"] == str(out)
+
+
+class GroupReplies:
+    """Ranks every group B first: `B > A` and scores B 8, A 3 (two translations)."""
+
+    def generate(self, prompts: Any, *, max_new_tokens: int, **_: Any) -> list[str]:
+        return ["why\n### Final Ranking:\nB > A\n### Scores:\nA: 3, B: 8"] * len(prompts)
+
+
+def test_grrm_groups_as_columns_or_towerblocks_rows(tmp_path: Path) -> None:
+    plain = {"source": "Hallo.", "translations": ["Hi.", "Hello."], "source_lang": "de",
+             "target_lang": "en"}  # fmt: skip
+    tower = {"id": "t1", "src_text": "Bonjour.", "mt_texts": ["Hello.", "Good day."],
+             "src_lang": "fr", "trg_lang": "en", "scores": [9, 5]}  # fmt: skip
+    data = _jsonl(tmp_path / "groups.jsonl", [plain, tower])
+    rows, _ = read_judge_rows(data, "grrm")
+    assert rows[1] == {
+        "id": "t1",
+        "source": "Bonjour.",
+        "translations": ["Hello.", "Good day."],
+        "source_lang": "fr",
+        "target_lang": "en",
+    }  # fmt: skip  (scores not read)
+    out = tmp_path / "ranked.parquet"
+    summary = judge_file(GroupReplies(), "grrm", data, str(out), model="m", max_new_tokens=8, batch_size=2)  # fmt: skip
+    ranked = pq.read_table(out).to_pylist()
+    assert [(r["id"], r["ranking"], r["scores"], r["valid"]) for r in ranked] == [
+        ("0", "B > A", [3, 8], True), ("t1", "B > A", [3, 8], True)]  # fmt: skip
+    assert summary.verdicts == {"B": 2} and summary.format_failures == 0
+
+
+def test_bad_grrm_rows_are_named_by_file_row_and_field(tmp_path: Path) -> None:
+    rows = [{"src_text": "x", "mt_texts": ["one"], "src_lang": "de", "trg_lang": "en"},
+            {"source": "x", "translations": ["a", "b"], "source_lang": "zz", "target_lang": "en"}]  # fmt: skip
+    data = _jsonl(tmp_path / "groups.jsonl", rows)
+    with pytest.raises(DataValidationError) as caught:
+        read_judge_rows(data, "grrm")
+    text = str(caught.value)
+    assert "groups.jsonl" in text and "mt_texts" in text and "2 to 8 translations" in text
+    assert "source_lang" in text and "zz" in text

@@ -98,3 +98,28 @@ def test_mlflow_models_serve_answers_invocations(
     predictions = answer["predictions"]  # type: ignore[index]
     assert len(predictions) == 2
     assert all(set(p) == {"score", "reasoning", "valid"} for p in predictions), predictions
+
+
+def test_a_grrm_version_is_an_mlflow_model_of_groups_in_and_rankings_out(
+    mlflow_server: str, tiny_model: Path
+) -> None:
+    client = MlflowClient(mlflow_server)
+    experiment = client.create_experiment(f"pyfunc-{uuid.uuid4().hex[:8]}")
+    name = f"grrm-pyfunc-{uuid.uuid4().hex[:8]}"
+    ModelRegistry(mlflow_server).register(
+        name=name, model_uri=str(tiny_model), run_id=client.create_run(experiment).info.run_id,
+        mode="grrm", metric="ranking_accuracy", evaluation={"ranking_accuracy": 0.5}, eval_set="s",
+        tags={}, description="", serving=SERVING,
+    )  # fmt: skip
+    mlflow.set_tracking_uri(mlflow_server)
+    uri = f"models:/{name}@champion"
+    info = mlflow.models.get_model_info(uri)
+    assert info.signature.inputs.input_names() == ["source", "translations", "source_lang", "target_lang"]  # fmt: skip
+    assert info.signature.outputs.input_names() == ["ranking", "scores", "reasoning", "valid"]
+    groups = pd.DataFrame({"source": ["Hallo Welt."], "translations": [["Hello world.", "Hi world."]],
+                           "source_lang": ["de"], "target_lang": ["en"]})  # fmt: skip
+    verdicts = mlflow.pyfunc.load_model(uri).predict(groups, params={"max_new_tokens": 4})
+    assert list(verdicts.columns) == ["ranking", "scores", "reasoning", "valid"]
+    # The untrained tiny model writes no ranking in 4 tokens: a format failure, said as such.
+    assert verdicts.to_dict("records")[0]["valid"] is False
+    assert verdicts["scores"][0] is None and verdicts["ranking"][0] is None

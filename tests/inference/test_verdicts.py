@@ -74,3 +74,38 @@ def test_a_reasoning_is_what_the_think_tags_hold() -> None:
         "reasoning": "A is precise.",
         "valid": True,
     }
+
+
+GROUP = {
+    "source": "Das Haus ist klein.",
+    "translations": ["The house is small.", "House small is.", "The home is little."],
+    "source_lang": "de",
+    "target_lang": "en",
+}
+
+
+def test_a_grrm_verdict_is_the_ranking_and_a_score_per_translation_in_order() -> None:
+    from judgeflow.data.grrm_template import language_name, render_grrm_prompt
+
+    good = "A is exact; C is close; B is broken.\n\n### Final Ranking:\n\nA > C > B\n\n### Scores:\n\nA: 9, B: 2, C: 7"
+    disagrees = good.replace("A > C > B", "C > A > B")  # the ranking contradicts the scores
+    missing = good.replace(", C: 7", "")  # a translation left unscored
+    gen = Scripted([good, disagrees, missing])
+    verdicts = judge(gen, "grrm", [GROUP] * 3, max_new_tokens=64)
+    assert verdicts[0] == {"ranking": "A > C > B", "scores": [9, 2, 7],
+                           "reasoning": "A is exact; C is close; B is broken.", "valid": True}  # fmt: skip
+    assert [v["valid"] for v in verdicts] == [True, False, False]
+    assert verdicts[1]["scores"] is None and verdicts[1]["ranking"] is None
+    assert gen.prompts[0][0]["content"] == render_grrm_prompt(
+        language_name("de"), language_name("en"), GROUP["source"], GROUP["translations"]
+    )  # the prompt GRRM trained on, translations labelled A, B, C in the order given
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [({"translations": ["only one"]}, "translations"), ({"source_lang": "xx"}, "source_lang"),
+     ({"source": ""}, "source")],
+)  # fmt: skip
+def test_a_grrm_row_that_cannot_be_a_prompt_names_its_field(change: dict, field: str) -> None:
+    with pytest.raises(ValueError, match=f"row 0: field '{field}'"):
+        judge_prompts("grrm", [{**GROUP, **change}])

@@ -336,3 +336,17 @@ def test_never_raises_and_keys_and_types_are_stable(solution: Any, truth: Any) -
 def test_huge_reasoning_with_a_valid_tail_is_still_scored() -> None:
     solution = "x" * 2_000_000 + "\n### Final Ranking:\nA > B\n### Scores:\nA: 7, B: 3"
     assert reward(solution) == paid(1.0, 1.0)
+
+
+def test_predicted_verdict_is_what_training_would_pay() -> None:
+    from judgeflow.rewards.grrm import compute_score, predicted_verdict
+
+    answer = "B reads well.\n### Final Ranking:\nB > A = C\n### Scores:\nA: 4, B: 9, C: 4"
+    assert predicted_verdict(answer, "ABC") == (
+        "B reads well.", "B > A = C", {"A": 4, "B": 9, "C": 4})  # fmt: skip
+    truth = {"A": 5, "B": 8, "C": 5}
+    assert compute_score("grrm", answer, truth)["valid_answer"] == 1
+    for wrong, labels in [(answer, "AB"), (answer, "ABCD"), (answer.replace("B > A", "A > B"), "ABC"),
+                          ("no verdict", "ABC"), (None, "ABC")]:  # fmt: skip
+        assert predicted_verdict(wrong, labels) is None, (wrong, labels)
+    assert compute_score("grrm", answer.replace("B > A", "A > B"), truth)["valid_answer"] == 0

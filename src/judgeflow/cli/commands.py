@@ -476,8 +476,6 @@ def judge_cmd(
             model, mode=mode.value if mode else None, recipe=None, profile=None,
             overrides=set_ or [], tracking_uri=None,
         )  # fmt: skip
-        if cfg.mode == "grrm":
-            raise ConfigError("`judgeflow judge` judges pointwise and pairwise rows (not GRRM yet)")
         tracker = start_judging_run(cfg, model, version, data)
         with Progress(
             "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
@@ -545,7 +543,7 @@ def _print_judging(
     out.print(f"judge     : {model} ({model_uri})")
     again = f" ({summary['resumed']} judged before, resumed)" if summary["resumed"] else ""
     out.print(f"judged    : {summary['total']} rows of {data}{again}")
-    key = "score" if summary["mode"] == "pointwise" else "better"
+    key = {"pointwise": "score", "pairwise": "better"}.get(summary["mode"], "ranked first")
     shown = " · ".join(f"{value}: {count}" for value, count in summary["verdicts"].items())
     out.print(f"verdicts  : {key} {shown or '-'}")
     rate = f"{summary['format_failure_rate']:.1%}"

@@ -1,7 +1,8 @@
 """`judgeflow judge`: a trained judge over every row of an unlabeled file.
 
 Rows come as plain columns (`INPUT_COLUMNS`), OpenJudge rows (labels ignored) or RewardBench2
-rows; a bad row is named by file, row and field, like `prepare`, and dropped only when asked
+rows; GRRM rows as plain columns or TowerBlocks-MT-Ranking rows (`src_text`, `src_lang`,
+`trg_lang`, `mt_texts`; scores ignored); a bad row is named by file, row and field, like `prepare`, and dropped only when asked
 (then counted). Verdicts are appended to a progress file as each batch finishes, so a run that
 is killed resumes where it stopped and never judges a recorded row again; the output is written
 whole at the end (a temporary name, then a rename) and the progress file removed.
@@ -21,11 +22,12 @@ from typing import Any
 import pyarrow as pa
 
 from judgeflow.data.errors import DataError, DataValidationError, RowIssue
+from judgeflow.data.grrm_template import MAX_CANDIDATES, MIN_CANDIDATES, language_name
 from judgeflow.data.io import atomic_write_bytes, is_url, parquet_bytes, sha256_file
 from judgeflow.data.readers import iter_records
 from judgeflow.engines.generate import Generator
 from judgeflow.inference.verdicts import INPUT_COLUMNS, judge
-from judgeflow.modes import JudgeMode
+from judgeflow.modes import Mode
 
 __all__ = ["JudgingSummary", "judge_file", "read_judge_rows", "summary_metrics"]
 
@@ -63,12 +65,52 @@ def _openjudge(record: Mapping[str, Any]) -> tuple[str, list[str]]:
     return query, answers
 
 
-def _rows_of(record: Any, row: int, mode: JudgeMode) -> list[dict[str, Any]]:
+#: TowerBlocks-MT-Ranking's columns (the GRRM recipe's `data.grrm` defaults) -> ours.
+_TOWERBLOCKS = {
+    "src_text": "source",
+    "mt_texts": "translations",
+    "src_lang": "source_lang",
+    "trg_lang": "target_lang",
+}
+
+
+def _translations(value: Any, field: str) -> list[str]:
+    if hasattr(value, "tolist"):  # a numpy array: a parquet list cell through pandas
+        value = value.tolist()
+    if not isinstance(value, list) or not MIN_CANDIDATES <= len(value) <= MAX_CANDIDATES:
+        got = f"{len(value)} items" if isinstance(value, list) else type(value).__name__
+        raise _Bad(
+            field,
+            f"expected a list of {MIN_CANDIDATES} to {MAX_CANDIDATES} translations (got {got})",
+        )
+    return [_string(text, f"{field}[{i}]") for i, text in enumerate(value)]
+
+
+def _grrm_row(record: dict[str, Any], rid: str) -> dict[str, Any]:
+    """A group to rank: plain columns, or a TowerBlocks row under its own names."""
+    names = _TOWERBLOCKS if "src_text" in record else {c: c for c in INPUT_COLUMNS["grrm"]}
+    out: dict[str, Any] = {"id": rid}
+    for theirs, ours in names.items():
+        if ours == "translations":
+            out[ours] = _translations(record.get(theirs), theirs)
+        else:
+            out[ours] = _string(record.get(theirs), theirs)
+            if ours.endswith("_lang"):
+                try:
+                    language_name(out[ours])
+                except ValueError as exc:
+                    raise _Bad(theirs, str(exc)) from None
+    return out
+
+
+def _rows_of(record: Any, row: int, mode: Mode) -> list[dict[str, Any]]:
     """The rows to judge in one record, each with its `id` (the record's, else its row)."""
     if not isinstance(record, dict):
         raise _Bad(None, f"expected a JSON object, got {type(record).__name__}")
     rid = record.get("id")
     rid = str(row) if rid is None or rid == "" else str(rid)
+    if mode == "grrm":
+        return [_grrm_row(record, rid)]
     if "input" in record and "output" in record:  # OpenJudge
         query, answers = _openjudge(record)
         if mode == "pairwise":
@@ -101,7 +143,7 @@ def _rows_of(record: Any, row: int, mode: JudgeMode) -> list[dict[str, Any]]:
 
 
 def read_judge_rows(
-    path: str | Path, mode: JudgeMode, *, skip_invalid: bool = False
+    path: str | Path, mode: Mode, *, skip_invalid: bool = False
 ) -> tuple[list[dict[str, Any]], list[RowIssue]]:
     """Every row to judge in `path` (jsonl, json or parquet) and the rows found invalid.
 
@@ -109,7 +151,7 @@ def read_judge_rows(
     `skip_invalid`, which drops them and returns them for the summary. Two rows with one id
     are an error: a verdict must name its row."""
     if mode not in INPUT_COLUMNS:
-        raise DataError(f"mode {mode!r}: `judgeflow judge` judges pointwise and pairwise rows")
+        raise DataError(f"mode {mode!r}: `judgeflow judge` judges pointwise, pairwise or grrm rows")
     name = os.fspath(path)
     rows: list[dict[str, Any]] = []
     issues: list[RowIssue] = []
@@ -204,7 +246,7 @@ def _recorded(progress: Path, fingerprint: str) -> dict[str, dict[str, Any]]:
 
 def judge_file(
     generator: Generator,
-    mode: JudgeMode,
+    mode: Mode,
     data: str | Path,
     output: str,
     *,
@@ -253,6 +295,13 @@ def _write(verdicts: Sequence[Mapping[str, Any]], output: str) -> None:
         atomic_write_bytes(output, text.encode("utf-8"))
 
 
+def _verdict(mode: str, verdict: Mapping[str, Any]) -> str:
+    """What the summary counts: the score, the letter, or GRRM's top-ranked translation(s)."""
+    if mode == "grrm":
+        return str(verdict["ranking"]).split(">")[0].strip()
+    return str(verdict["score"] if mode == "pointwise" else verdict["better"])
+
+
 def _summary(
     mode: str,
     output: str,
@@ -260,8 +309,7 @@ def _summary(
     resumed: int,
     dropped: list[RowIssue],
 ) -> JudgingSummary:
-    key = "score" if mode == "pointwise" else "better"
-    counts = Counter(str(v[key]) for v in verdicts if v["valid"])
+    counts = Counter(_verdict(mode, v) for v in verdicts if v["valid"])
     return JudgingSummary(
         mode=mode,
         output=output,

@@ -18,14 +18,15 @@ import mlflow.pyfunc
 import pandas as pd
 from mlflow.models import ModelSignature
 from mlflow.pyfunc import PythonModel
-from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema
+from mlflow.types import ColSpec, DataType, ParamSchema, ParamSpec, Schema
+from mlflow.types.schema import Array, TensorSpec
 
 from judgeflow.data.io import is_url
 from judgeflow.inference.verdicts import INPUT_COLUMNS, judge
 
 __all__ = ["JudgeModel", "local_weights", "save_judge_model", "signature"]
 
-_EXAMPLES: dict[str, dict[str, list[str]]] = {
+_EXAMPLES: dict[str, dict[str, list[Any]]] = {
     "pointwise": {
         "query": ["What is the capital of France?"],
         "response": ["The capital of France is Paris."],
@@ -34,6 +35,12 @@ _EXAMPLES: dict[str, dict[str, list[str]]] = {
         "query": ["What is the capital of France?"],
         "response_a": ["Paris."],
         "response_b": ["Lyon, I think."],
+    },
+    "grrm": {
+        "source": ["Das Haus ist klein."],
+        "translations": [["The house is small.", "The home is little.", "House small is."]],
+        "source_lang": ["de"],
+        "target_lang": ["en"],
     },
 }
 #: The model's code as MLflow stores it beside MLmodel; judgeflow must be importable where it loads.
@@ -47,15 +54,25 @@ set_model(JudgeModel())
 _OUTPUTS: dict[str, list[ColSpec]] = {
     "pointwise": [ColSpec("long", "score", required=False)],
     "pairwise": [ColSpec("string", "better", required=False), ColSpec("boolean", "consistent")],
+    "grrm": [
+        ColSpec("string", "ranking", required=False),
+        ColSpec(Array(DataType.long), "scores", required=False),
+    ],
 }
+#: Input columns that are not strings: GRRM's translations, a list per row.
+_LIST_INPUTS = {"translations"}
 
 
 def signature(mode: str, max_new_tokens: int) -> ModelSignature:
     """Inputs by mode; the verdict, `reasoning` and `valid` out; `max_new_tokens` a parameter."""
     if mode not in INPUT_COLUMNS:
-        raise ValueError(f"mode {mode!r}: only pointwise and pairwise judges are MLflow models yet")
+        raise ValueError(f"mode {mode!r}: judges are pointwise, pairwise or grrm")
+    inputs: list[ColSpec | TensorSpec] = [
+        ColSpec(Array(DataType.string) if column in _LIST_INPUTS else "string", column)
+        for column in INPUT_COLUMNS[mode]
+    ]
     return ModelSignature(
-        inputs=Schema([ColSpec("string", column) for column in INPUT_COLUMNS[mode]]),
+        inputs=Schema(inputs),
         outputs=Schema(
             [*_OUTPUTS[mode], ColSpec("string", "reasoning"), ColSpec("boolean", "valid")]
         ),
@@ -78,7 +95,7 @@ def local_weights(model_uri: str, storage_root: str | None = None) -> str:
 
 
 class JudgeModel(PythonModel):
-    """A pointwise or pairwise judge: a DataFrame of rows in, a DataFrame of verdicts out."""
+    """A pointwise, pairwise or GRRM judge: a DataFrame of rows in, a DataFrame of verdicts out."""
 
     #: The signature validates the input; MLflow's type-hint validation (which would warn at
     #: every import that `predict` has no hints) is skipped, as for MLflow's own ChatModel.

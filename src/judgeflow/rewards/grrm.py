@@ -14,7 +14,7 @@ import json
 import math
 import numbers
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
@@ -146,6 +146,24 @@ def _rewards(solution_str: Any, truth: Scores) -> tuple[float, float] | None:
     if len(pred) != len(truth) or not pred.keys() <= truth.keys():
         return None
     return _ranking_reward(pred, truth), _score_reward(pred, truth)
+
+
+def predicted_verdict(
+    solution_str: Any, labels: Sequence[str]
+) -> tuple[str, str, dict[str, int]] | None:
+    """(reasoning, ranking line, `{label: score}`) of an answer that ranks and scores exactly
+    `labels` as training would pay it; None on a format failure."""
+    try:
+        parts = _split_tail(solution_str) if isinstance(solution_str, str) else None
+        if parts is None:
+            return None
+        reasoning, ranking_line, score_line = parts
+        pred = _parse_scores(score_line)
+        if pred is None or set(pred) != set(labels) or not _ranking_agrees(ranking_line, pred):
+            return None
+        return reasoning, ranking_line, pred
+    except Exception:
+        return None
 
 
 def compute_score(

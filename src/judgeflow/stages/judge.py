@@ -10,7 +10,8 @@ from typing import Any, cast
 from judgeflow.config import ConfigError, RunConfig
 from judgeflow.inference.batch import judge_file, summary_metrics
 from judgeflow.inference.pyfunc import local_weights
-from judgeflow.modes import JUDGE_MODES, JudgeMode
+from judgeflow.inference.verdicts import INPUT_COLUMNS
+from judgeflow.modes import Mode
 from judgeflow.tracking import Tracker, git_commit
 
 __all__ = ["EXPERIMENT", "judge_stage", "record_judging", "start_judging_run"]
@@ -33,14 +34,14 @@ def judge_stage(
     on a GPU when the job has one); the summary (`JudgingSummary.to_dict`)."""
     from judgeflow.engines.generate import HFGenerator
 
-    if cfg.mode not in JUDGE_MODES:
+    if cfg.mode not in INPUT_COLUMNS:
         raise ConfigError(
-            f"`judgeflow judge` judges {' and '.join(JUDGE_MODES)} rows, not {cfg.mode}"
+            f"`judgeflow judge` judges {', '.join(INPUT_COLUMNS)} rows, not {cfg.mode}"
         )
     weights = local_weights(model_uri, cfg.storage.root)
     summary = judge_file(
         HFGenerator(weights, batch_size=cfg.evaluation.batch_size),
-        cast(JudgeMode, cfg.mode),
+        cast(Mode, cfg.mode),
         data,
         output,
         model=model_ref,
