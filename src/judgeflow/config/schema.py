@@ -1,6 +1,6 @@
 """Typed run configuration: recipe presets (YAML) + profiles + `dotted.key=value` overrides.
 
-A run is described by one `RunConfig`. It is built from a preset in `judgeflow/recipes/`, an
+A run is described by one `RunConfig`. It is built from a preset in `src/judgeflow/recipes/`, an
 optional profile overlay (`recipes/profiles/tiny.yaml` for CPU), then user overrides, and only
 then validated, so every error names the dotted key that caused it.
 """

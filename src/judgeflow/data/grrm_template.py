@@ -1,4 +1,4 @@
-"""GRRM (group ranking reward model) prompt and SFT target text, exactly as the reference trains it.
+"""GRRM (Group Relative Reward Model) prompt and SFT target text, exactly as the reference trains it.
 
 The prompt is the GRRM reference's `ranking_score` group-quality prompt without notes or a
 reference translation; the target is its `get_response(..., "ranking_score")`. Both must stay
