@@ -33,7 +33,13 @@ from judgeflow.engines.verl import verl_overrides
 from judgeflow.engines.verl_eval import evaluation_gpus, validation_overrides
 from judgeflow.evaluation import params_from as evaluation_params
 from judgeflow.rewards import reward_module_path
-from judgeflow.stages import evaluation_job_config, grrm_rl_train_preparation, job_spec, store_for
+from judgeflow.stages import (
+    evaluation_job_config,
+    grrm_rl_train_preparation,
+    job_spec,
+    judging_batch,
+    store_for,
+)
 from judgeflow.stages.evaluate import overlap_params
 from judgeflow.stages.register import gate_params
 from judgeflow.storage import Manifest, ManifestFile
@@ -138,6 +144,7 @@ def consumers(cfg: RunConfig) -> dict[str, Any]:
         "model": cfg.model.path,
         "gate": gate_params(cfg),  # the registry's champion gate
         "overlap": overlap_params(cfg),  # the contamination check before any evaluation
+        "judging": judging_batch(cfg),  # rows `judgeflow judge` judges (and records) at a time
         # what a job's input file gives it (every env: variable set, every block loaded)
         "job_secrets": resolve_secrets(cfg.cluster, environ=_AnyVariable()),
     }

@@ -490,7 +490,7 @@ def test_generator_refuses_rows_verl_dropped(
     cfg = eval_config(f"data.max_prompt_length={limit}")
     generator = verl_generator_for(cfg, tiny_model, eval_file, eval_file, tmp_path)
     generator.runner = VerlStandIn(tokenizer)
-    dropped = rf"verl dropped 2 of 40 eval rows .*: row {first} \(index {first}\)"
+    dropped = rf"verl dropped 2 of 40 rows .*: row {first} \(index {first}\)"
     with pytest.raises(VerlEvaluationError, match=dropped):
         evaluate_judge(tiny_model, eval_file, generator=generator, **params_from(cfg))
 

@@ -12,12 +12,12 @@ import shlex
 from judgeflow.cluster.job import PYTHON
 from judgeflow.cluster.submit import render_sbatch
 from judgeflow.config import RunConfig
-from judgeflow.modes import JUDGE_MODES
 from judgeflow.stages import (
     PreparedData,
     evaluate_job_spec,
     evaluation_job_config,
     judge_job_spec,
+    judges_with_verl,
     train_job_spec,
 )
 
@@ -92,21 +92,32 @@ def _judging(cfg: RunConfig) -> list[str]:
         f"# recipe {cfg.recipe}: judging, `judgeflow judge {MODEL_DIR} --data {JUDGE_DATA} "
         f"--output {JUDGE_OUTPUT}` (backend {cfg.cluster.backend})"
     )
-    if cfg.mode not in JUDGE_MODES:
-        return [head, f"# not available: judgeflow judge judges {' and '.join(JUDGE_MODES)} rows"]
     if cfg.cluster.backend != "slurm":
         return [head, "# runs in judgeflow judge's own process (backend local)"]
     job = evaluation_job_config(cfg)
     spec = judge_job_spec(
         cfg, MODEL_DIR, JUDGE_DATA, JUDGE_OUTPUT, RUN_ID, model_ref=MODEL_DIR, dry_run=True
     )
-    return [
+    where = "on the Ray head" if spec.ray else "one process"
+    out = [
         head,
         "# ---- sbatch script (submitit) ----",
         render_sbatch(spec, job.cluster).rstrip(),
-        "# ---- stage command (one process; python is the job's interpreter) ----",
+        f"# ---- stage command ({where}; python is the job's interpreter) ----",
         _shell(spec.command),
     ]
+    if judges_with_verl(job):
+        from judgeflow.engines.verl_eval import judging_command
+
+        model = job.model.model_copy(update={"path": MODEL_DIR})
+        command = judging_command(job.model_copy(update={"model": model}), spec.workdir)
+        rows = job.evaluation.rows_per_verl_run
+        out += [
+            f"# ---- engine command (verl validation mode, once per {rows} rows; "
+            "judgeflow parses its dump) ----",
+            _continued(command),
+        ]
+    return out
 
 
 def _validation_command(job: RunConfig, stage_dir: str) -> str | None:

@@ -373,6 +373,12 @@ class EvaluationConfig(_Section):
     samples: int = Field(
         1, gt=0, description="completions per item, averaged; >1 needs temperature"
     )
+    rows_per_verl_run: int = Field(
+        4096,
+        gt=0,
+        description="judging on GPUs (verl): rows one verl run judges; verl and vLLM start "
+        "once a run, and a lost node loses at most one run's rows",
+    )
     allow_overlap: bool = Field(
         False,
         description="score rows whose prompt the model trained on (reported) instead of refusing",

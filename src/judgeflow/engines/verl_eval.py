@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from judgeflow.config import RunConfig
+from judgeflow.data.grrm_template import LABELS
 from judgeflow.engines.verl import (
     MAIN_PPO,
     Runner,
@@ -40,13 +41,16 @@ from judgeflow.engines.verl import (
 __all__ = [
     "EVALUATION_KEYS",
     "VerlEvaluationError",
+    "VerlJudgingGenerator",
     "VerlValidationGenerator",
     "evaluation_gpus",
+    "judging_command",
     "read_validation_dump",
     "validation_command",
     "validation_file",
     "validation_overrides",
     "verl_generator_for",
+    "verl_judging_generator",
 ]
 
 #: Under the evaluation's output dir: verl's generation dump, and the rows verl evaluates when
@@ -370,32 +374,16 @@ class VerlValidationGenerator:
 
     def _run(self, rows: list[dict[str, Any]]) -> list[list[str]]:
         out = Path(self.output_dir)
-        dump_dir = out / GENERATIONS_DIRNAME
-        shutil.rmtree(dump_dir, ignore_errors=True)  # an earlier attempt's dump must not be read
-        command = validation_command(
+        return _validate(
             self.cfg,
-            python=self.python,
-            eval_file=self._write_rows(rows, out),
+            rows,
+            val_file=self._write_rows(rows, out),
             train_file=self.train_file,
             output_dir=out,
             n_gpus=self.n_gpus,
+            python=self.python,
+            runner=self.runner,
         )
-        run = self.runner or run_streaming  # looked up at call time: tests replace it
-        code = run(command, dict(os.environ))
-        if code != 0:
-            raise VerlStageError(f"{MAIN_PPO} (validation only) exited with code {code}")
-        completions = read_validation_dump(dump_dir, rows, self.cfg.evaluation.samples)
-        dropped = [i for i, c in enumerate(completions) if not c]
-        if dropped:
-            shown = ", ".join(_row_name(rows[i], i) for i in dropped[:5])
-            more = f" and {len(dropped) - 5} more" if len(dropped) > 5 else ""
-            raise VerlEvaluationError(
-                f"verl dropped {len(dropped)} of {len(rows)} eval rows as longer than "
-                f"data.max_prompt_length={self.cfg.data.max_prompt_length} tokens: {shown}{more}. "
-                "Scored as empty completions they would count as format failures; raise "
-                "data.max_prompt_length or prepare the data with the same limit"
-            )
-        return completions
 
     def _write_rows(self, rows: list[dict[str, Any]], out: Path) -> str:
         """The parquet holding exactly `rows`: the eval file, or a copy beside the dump."""
@@ -415,6 +403,47 @@ class VerlValidationGenerator:
             table.slice(0, len(rows)) if sliced else pa.Table.from_pylist(rows), target
         )
         return str(target)
+
+
+def _validate(
+    cfg: RunConfig,
+    rows: list[dict[str, Any]],
+    *,
+    val_file: str,
+    train_file: str,
+    output_dir: Path,
+    n_gpus: int,
+    python: str,
+    runner: Runner | None,
+) -> list[list[str]]:
+    """One verl validation run over `rows` (held by `val_file`, in order): the completions of
+    each row. A row verl dropped as overlong is an error naming it, never an empty answer."""
+    dump_dir = output_dir / GENERATIONS_DIRNAME
+    shutil.rmtree(dump_dir, ignore_errors=True)  # an earlier attempt's dump must not be read
+    command = validation_command(
+        cfg,
+        python=python,
+        eval_file=val_file,
+        train_file=train_file,
+        output_dir=output_dir,
+        n_gpus=n_gpus,
+    )
+    run = runner or run_streaming  # looked up at call time: tests replace it
+    code = run(command, dict(os.environ))
+    if code != 0:
+        raise VerlStageError(f"{MAIN_PPO} (validation only) exited with code {code}")
+    completions = read_validation_dump(dump_dir, rows, cfg.evaluation.samples)
+    dropped = [i for i, c in enumerate(completions) if not c]
+    if dropped:
+        shown = ", ".join(_row_name(rows[i], i) for i in dropped[:5])
+        more = f" and {len(dropped) - 5} more" if len(dropped) > 5 else ""
+        raise VerlEvaluationError(
+            f"verl dropped {len(dropped)} of {len(rows)} rows as longer than "
+            f"data.max_prompt_length={cfg.data.max_prompt_length} tokens: {shown}{more}. "
+            "Scored as empty completions they would count as format failures; raise "
+            "data.max_prompt_length or prepare the data with the same limit"
+        )
+    return completions
 
 
 def _row_name(row: Mapping[str, Any], position: int) -> str:
@@ -437,6 +466,132 @@ def verl_generator_for(
         cfg.model_copy(update={"model": model}),
         eval_file=str(eval_file),
         train_file=str(train_file),
+        output_dir=str(workdir),
+        n_gpus=evaluation_gpus(cfg),
+    )
+
+
+# ---------------------------------------------------------------------------- judging
+
+
+#: Under the judging job's folder: the rows a verl run judges, and its (training) input.
+JUDGE_ROWS_FILE = "judge.parquet"
+JUDGE_TRAIN_FILE = "judge-train.parquet"
+#: verl scores every validation completion against the row's ground truth. Unlabeled rows get
+#: one the reward parses (so it neither warns nor fails); those scores mean nothing and are not
+#: read: the verdicts are parsed from the completions, as the HF path does.
+_PLACEHOLDER_TRUTH: dict[str, dict[str, Any]] = {
+    "pointwise": {"helpfulness": 0},
+    "pairwise": {"preference": "A"},
+    "grrm": {label: 0 for label in LABELS},
+}
+JUDGE_DATA_SOURCE = "judgeflow-judge"
+
+
+def judging_rows(mode: str, prompts: Sequence[Sequence[Mapping[str, str]]]) -> list[dict[str, Any]]:
+    """verl RL rows holding `prompts` in order: what its dataset reads (prompt, data_source,
+    reward_model, extra_info.index), with a placeholder ground truth."""
+    truth = json.dumps(_PLACEHOLDER_TRUTH[mode])
+    return [
+        {
+            "data_source": JUDGE_DATA_SOURCE,
+            "prompt": [{"role": str(m["role"]), "content": str(m["content"])} for m in prompt],
+            "ability": "judge",
+            "reward_model": {"style": "rule", "ground_truth": truth},
+            "extra_info": {"index": i},
+        }
+        for i, prompt in enumerate(prompts)
+    ]
+
+
+def judging_config(cfg: RunConfig) -> RunConfig:
+    """`cfg` as a judging run gives it to verl: greedy, one completion a row, every row."""
+    e = cfg.evaluation.model_copy(update={"temperature": 0.0, "samples": 1, "limit": None})
+    return cfg.model_copy(update={"evaluation": e})
+
+
+@dataclass
+class VerlJudgingGenerator:
+    """A `Generator` for judging on GPUs: each call is one verl validation run (vLLM) over the
+    prompts it is given, so `judge_file` hands it `evaluation.rows_per_verl_run` rows at a time
+    and records each run's verdicts before the next (a killed job repeats one run at most).
+
+    Judging is greedy with the run's `evaluation.max_new_tokens`; it says so when asked for
+    anything else. verl needs a training file even in validation mode: the same rows, repeated
+    up to a training batch (one row per GPU).
+    """
+
+    cfg: RunConfig  # model.path: the judge's weights
+    output_dir: str
+    n_gpus: int
+    python: str = sys.executable
+    runner: Runner | None = None
+
+    def generate(
+        self,
+        prompts: Sequence[Sequence[Mapping[str, str]]],
+        *,
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int = 0,
+    ) -> list[str]:
+        longest = self.cfg.evaluation.max_new_tokens
+        if temperature != 0 or seed != 0 or max_new_tokens != longest:
+            raise ValueError(
+                f"verl judges greedily with evaluation.max_new_tokens={longest}, not with "
+                f"max_new_tokens={max_new_tokens}, temperature={temperature}, seed={seed}"
+            )
+        if not prompts:
+            return []
+        import pyarrow as pa
+
+        from judgeflow.data.io import write_parquet_atomic
+
+        out = Path(self.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        rows = judging_rows(self.cfg.mode, prompts)
+        val_file, train_file = out / JUDGE_ROWS_FILE, out / JUDGE_TRAIN_FILE
+        write_parquet_atomic(pa.Table.from_pylist(rows), val_file)
+        repeats = -(-self.n_gpus // len(rows))  # verl asserts a non-empty training dataloader
+        write_parquet_atomic(pa.Table.from_pylist(rows * repeats), train_file)
+        completions = _validate(
+            judging_config(self.cfg),
+            rows,
+            val_file=str(val_file),
+            train_file=str(train_file),
+            output_dir=out,
+            n_gpus=self.n_gpus,
+            python=self.python,
+            runner=self.runner,
+        )
+        return [c[0] for c in completions]
+
+
+def judging_command(
+    cfg: RunConfig, output_dir: str | Path, *, python: str = sys.executable
+) -> list[str]:
+    """The verl command one judging run executes, its rows in `output_dir` (shown by
+    `judgeflow render`; `VerlJudgingGenerator` runs exactly this)."""
+    out = Path(output_dir)
+    return validation_command(
+        judging_config(cfg),
+        python=python,
+        eval_file=str(out / JUDGE_ROWS_FILE),
+        train_file=str(out / JUDGE_TRAIN_FILE),
+        output_dir=out,
+        n_gpus=evaluation_gpus(cfg),
+    )
+
+
+def verl_judging_generator(
+    cfg: RunConfig, model_dir: str | Path, workdir: str | Path
+) -> VerlJudgingGenerator:
+    """The judging stage's generator under verl: `model_dir` (a local copy) on
+    `evaluation_gpus` GPUs, verl's files under `workdir` (the job's folder)."""
+    model = cfg.model.model_copy(update={"path": str(model_dir)})
+    return VerlJudgingGenerator(
+        cfg.model_copy(update={"model": model}),
         output_dir=str(workdir),
         n_gpus=evaluation_gpus(cfg),
     )

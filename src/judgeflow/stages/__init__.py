@@ -52,7 +52,7 @@ from judgeflow.stages.jobs import (
     sft_job_spec,
     train_job_spec,
 )
-from judgeflow.stages.judge import judge_stage
+from judgeflow.stages.judge import judge_stage, judges_with_verl, judging_batch
 from judgeflow.stages.train import sft_stage, train_stage
 
 __all__ = [
@@ -76,6 +76,8 @@ __all__ = [
     "job_spec",
     "judge_job_spec",
     "judge_stage",
+    "judges_with_verl",
+    "judging_batch",
     "local_manifest",
     "metrics_spool",
     "prepare_grrm_stage",

@@ -22,7 +22,7 @@ from judgeflow.config.secrets import public_env, resolve_secrets
 from judgeflow.engines.verl_eval import evaluation_gpus
 from judgeflow.stages.common import PreparedData, Progress, run_dir
 from judgeflow.stages.evaluate import evaluate_stage
-from judgeflow.stages.judge import judge_stage
+from judgeflow.stages.judge import judge_stage, judges_with_verl
 from judgeflow.stages.train import sft_stage, train_stage
 from judgeflow.storage import write_json
 from judgeflow.tracking import (
@@ -151,11 +151,13 @@ def judge_job_spec(
     dry_run: bool = False,
 ) -> JobSpec:
     """`judgeflow judge` as a job on the evaluation's resources (one node, `evaluation.gpus`
-    GPUs), one plain process (HF generation)."""
+    GPUs): verl's validation mode on the job's Ray cluster when it has GPUs, else one plain
+    process (HF generation)."""
     job = evaluation_job_config(cfg)
     payload = {"model_uri": model_uri, "data": data, "output": output, "model_ref": model_ref,
                "skip_invalid": skip_invalid}  # fmt: skip
-    return replace(job_spec(job, "judge", run_id, payload, dry_run=dry_run), ray=False)
+    spec = job_spec(job, "judge", run_id, payload, dry_run=dry_run)
+    return replace(spec, ray=spec.ray and judges_with_verl(job))
 
 
 #: Metrics a stage's progress file carries (the terminal bar shows them beside the step).

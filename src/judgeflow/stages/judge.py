@@ -1,8 +1,12 @@
 """Judging unlabeled data with a trained judge: what `judgeflow judge` runs, in this process or
-as a job (`stages.jobs.judge_job_spec`), and what it records in MLflow."""
+as a job (`stages.jobs.judge_job_spec`), and what it records in MLflow. On GPUs under verl the
+completions come from verl's validation mode (vLLM), one verl run per
+`evaluation.rows_per_verl_run` rows; otherwise from HF generation."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -14,10 +18,32 @@ from judgeflow.inference.verdicts import INPUT_COLUMNS
 from judgeflow.modes import Mode
 from judgeflow.tracking import Tracker, git_commit
 
-__all__ = ["EXPERIMENT", "judge_stage", "record_judging", "start_judging_run"]
+__all__ = [
+    "EXPERIMENT",
+    "judge_stage",
+    "judges_with_verl",
+    "judging_batch",
+    "record_judging",
+    "start_judging_run",
+]
 
 #: The MLflow experiment of judging runs.
 EXPERIMENT = "judgeflow-judge"
+
+
+def judges_with_verl(cfg: RunConfig) -> bool:
+    """Judging on GPUs under verl runs its validation mode (vLLM), as evaluation does; without
+    a GPU, or under TRL, it is HF generation."""
+    from judgeflow.engines.verl_eval import evaluation_gpus
+
+    return cfg.resolved_engine == "verl" and evaluation_gpus(cfg) > 0
+
+
+def judging_batch(cfg: RunConfig) -> int:
+    """Rows judged, and recorded, at a time: one verl run's (`evaluation.rows_per_verl_run`),
+    or one HF generation batch's (`evaluation.batch_size`)."""
+    e = cfg.evaluation
+    return e.rows_per_verl_run if judges_with_verl(cfg) else e.batch_size
 
 
 def judge_stage(
@@ -29,24 +55,33 @@ def judge_stage(
     model_ref: str,
     skip_invalid: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    workdir: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Judge every row of `data` into `output` with the weights at `model_uri` (HF generation,
-    on a GPU when the job has one); the summary (`JudgingSummary.to_dict`)."""
-    from judgeflow.engines.generate import HFGenerator
+    """Judge every row of `data` into `output` with the weights at `model_uri`; the summary
+    (`JudgingSummary.to_dict`). verl's files go under `workdir` (default: the job's folder)."""
+    from judgeflow.engines.generate import Generator, HFGenerator
 
     if cfg.mode not in INPUT_COLUMNS:
         raise ConfigError(
             f"`judgeflow judge` judges {', '.join(INPUT_COLUMNS)} rows, not {cfg.mode}"
         )
     weights = local_weights(model_uri, cfg.storage.root)
+    generator: Generator
+    if judges_with_verl(cfg):
+        from judgeflow.engines.verl_eval import verl_judging_generator
+
+        scratch = workdir or os.environ.get("JUDGEFLOW_STAGE_DIR") or tempfile.mkdtemp()
+        generator = verl_judging_generator(cfg, weights, scratch)
+    else:
+        generator = HFGenerator(weights, batch_size=cfg.evaluation.batch_size)
     summary = judge_file(
-        HFGenerator(weights, batch_size=cfg.evaluation.batch_size),
+        generator,
         cast(Mode, cfg.mode),
         data,
         output,
         model=model_ref,
         max_new_tokens=cfg.evaluation.max_new_tokens,
-        batch_size=cfg.evaluation.batch_size,
+        batch_size=judging_batch(cfg),
         skip_invalid=skip_invalid,
         on_progress=progress,
     )
