@@ -143,8 +143,8 @@ def _log(
     paths: list[Path],
 ) -> str:
     """An MLflow run for this evaluation; a registered version also keeps the numbers."""
-    from judgeflow.registry.models import ModelRegistry
-    from judgeflow.tracking import Tracker, git_commit
+    from judgeflow.registry import ModelRegistry, judge_tags
+    from judgeflow.tracking import Tracker
 
     eval_set = evaluation.details.get("eval_set")
     tracker = Tracker.start(
@@ -152,14 +152,10 @@ def _log(
         run_name=f"evaluate {model}",
         tracking_uri=cfg.tracking.tracking_uri,
         tags={
-            "judgeflow.model": model,
-            "judgeflow.model_uri": cfg.model.path,
-            "judgeflow.registered_version": version or "",
-            "judgeflow.mode": cfg.mode,
+            **judge_tags(cfg, model, version),
             "judgeflow.eval_data": data,
             "judgeflow.eval_set": eval_set or "",
             "judgeflow.decontamination": evaluation.details.get("decontamination") or "",
-            "judgeflow.git_commit": git_commit(Path(__file__).parent) or "unknown",
         },
     )
     tracker.log_params({f"evaluation.{k}": v for k, v in cfg.evaluation.model_dump().items()})

@@ -1,4 +1,5 @@
-"""The run configuration a model reference is evaluated or judged with.
+"""The run configuration a model reference is evaluated or judged with, and the MLflow tags that
+say which judge an evaluation or judging run used.
 
 A registered version (`models:/NAME@champion`, `models:/NAME/3`) brings its mode, its recipe
 and the evaluation settings of the run that registered it, so `judgeflow evaluate` and
@@ -7,11 +8,25 @@ and the evaluation settings of the run that registered it, so `judgeflow evaluat
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from judgeflow.config import ConfigError, RunConfig, load_config
 from judgeflow.registry.models import TAG_MODE, ModelRegistry
-from judgeflow.tracking import Tracker
+from judgeflow.tracking import Tracker, git_commit
 
-__all__ = ["resolve_config"]
+__all__ = ["judge_tags", "resolve_config"]
+
+
+def judge_tags(cfg: RunConfig, model: str, version: str | None) -> dict[str, str]:
+    """The tags of a run that used a judge (`judgeflow evaluate`, `judgeflow judge`): the model
+    as given, its weights, the registered version, the mode and judgeflow's commit."""
+    return {
+        "judgeflow.model": model,
+        "judgeflow.model_uri": cfg.model.path,
+        "judgeflow.registered_version": version or "",
+        "judgeflow.mode": cfg.mode,
+        "judgeflow.git_commit": git_commit(Path(__file__).parent) or "unknown",
+    }
 
 
 def resolve_config(

@@ -16,7 +16,8 @@ from judgeflow.inference.batch import judge_file, summary_metrics
 from judgeflow.inference.pyfunc import local_weights
 from judgeflow.inference.verdicts import INPUT_COLUMNS
 from judgeflow.modes import Mode
-from judgeflow.tracking import Tracker, git_commit
+from judgeflow.registry import judge_tags
+from judgeflow.tracking import Tracker
 
 __all__ = [
     "EXPERIMENT",
@@ -95,13 +96,9 @@ def start_judging_run(cfg: RunConfig, model: str, version: str | None, data: str
         run_name=f"judge {data.rsplit('/', 1)[-1]}",
         tracking_uri=cfg.tracking.tracking_uri,
         tags={
-            "judgeflow.model": model,
-            "judgeflow.model_uri": cfg.model.path,
-            "judgeflow.registered_version": version or "",
-            "judgeflow.mode": cfg.mode,
+            **judge_tags(cfg, model, version),
             "judgeflow.judge_data": data,
             "judgeflow.backend": cfg.cluster.backend,
-            "judgeflow.git_commit": git_commit(Path(__file__).parent) or "unknown",
         },
     )
     tracker.log_params({f"evaluation.{k}": v for k, v in cfg.evaluation.model_dump().items()})
