@@ -108,3 +108,21 @@ def test_judge_names_a_bad_row_and_drops_it_only_when_asked(
     assert dropped.exit_code == 0, dropped.output
     assert "dropped   : 1 invalid rows" in dropped.output
     assert [r["id"] for r in pq.read_table(out).to_pylist()] == ["0"]
+
+
+def test_judge_reads_a_shipped_sample(
+    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    out = tmp_path / "verdicts.jsonl"
+    result = runner.invoke(
+        app,
+        ["judge", str(tiny_model), "--mode", "pointwise", "--data", "sample://rewardbench2.jsonl",
+         "--output", str(out), "--set", "evaluation.max_new_tokens=2"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    shipped = sample_path("rewardbench2.jsonl").read_text().splitlines()
+    ids = [json.loads(line)["id"] for line in out.read_text().splitlines()]
+    assert len(ids) == len(set(ids)) > 0 and "of sample://rewardbench2.jsonl" in result.output
+    assert len(ids) >= len([line for line in shipped if line.strip()])

@@ -66,6 +66,10 @@ def judge_stage(
         raise ConfigError(
             f"`judgeflow judge` judges {', '.join(INPUT_COLUMNS)} rows, not {cfg.mode}"
         )
+    if data.startswith("sample://"):  # a shipped sample: its file in the package
+        from judgeflow.storage import resolve_uri
+
+        data = resolve_uri(data)
     weights = local_weights(model_uri, cfg.storage.root)
     generator: Generator
     if judges_with_verl(cfg):
