@@ -308,6 +308,8 @@ def test_switches_and_declarations_name_real_keys() -> None:
         ("cluster.partition=gpu", "engine=trl", "slurm"),
         ("data.val_fraction=0.2", "engine=trl", "judge"),
         ("data.grrm.subgroup_augment=2", "engine=trl", "grrm"),
+        ("data.shards=4", "engine=trl", "grrm"),
+        ("data.ray_address=auto", "engine=trl", "grrm"),
         ("evaluation.batch_size=4", "cluster.backend=slurm", "trl"),
     ],
 )

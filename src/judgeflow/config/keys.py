@@ -64,8 +64,8 @@ ONLY_READ_BY: dict[str, tuple[str, ...]] = {
     "trl": ("evaluation.batch_size",),
     # the preparation of judge data (GRRM's data has its own train and test files)
     "judge": ("data.format", "data.val_fraction", "data.chosen_label", "data.rejected_label"),
-    # GRRM's columns and augmentation
-    "grrm": ("data.grrm",),
+    # GRRM's columns and augmentation, and its sharded preparation on Ray
+    "grrm": ("data.grrm", "data.shards", "data.ray_address"),
     # sbatch and the Ray cluster of an allocation; the local backend runs one process here
     "slurm": tuple(
         f"cluster.{key}"
