@@ -25,9 +25,6 @@ from tasks.grrm import find_sft_model, prepare_grrm
 from tasks.policies import cached
 from tasks.train import cancel_submitted_jobs
 
-#: The evaluations a run compares, in order (the champions' when the gate had to measure them).
-LABELS = ["before", "sft", "after", "champion-sft", "champion"]
-
 
 @flow(
     name="grrm",
@@ -44,14 +41,14 @@ def grrm(
     report = get_run_logger().warning
     cfg = load_config(recipe, profile=profile, overrides=overrides or [], report=report)
     model_dir = cfg.model.path
-    with PipelineRun(cfg, LABELS) as run:
+    with PipelineRun(cfg) as run:
         manifest = run.step("download", cached(download), cfg)
         rl_train = prepare_rl_train(run.steps, cfg, manifest)  # data.shards > 1: on Ray
         val_manifest = None
         if cfg.data.val_source:
             val_manifest = run.step("download[val]", cached(download), val_source_config(cfg))
         data = run.step("prepare", cached(prepare_grrm), cfg, manifest, rl_train, val_manifest)
-        run.record_grrm_data(data)
+        run.record_grrm_data(manifest, data)
 
         if stage in ("sft", "full"):
             tuned = run.sft(cfg, data.sft_file)

@@ -28,9 +28,6 @@ from tasks.policies import cached
 from tasks.sft import prepare_sft
 from tasks.train import cancel_submitted_jobs
 
-#: The evaluations a run compares, in order (the champion's when the gate had to measure it).
-LABELS = ["before", "sft", "after", "champion"]
-
 
 @flow(
     name="judge-grpo",
@@ -49,7 +46,7 @@ def judge_grpo(
     cfg = load_config(
         recipe or f"grpo-{mode}", profile=profile, overrides=overrides or [], report=report
     )
-    with PipelineRun(cfg, LABELS) as run:
+    with PipelineRun(cfg) as run:
         manifest = run.step("download", cached(download), cfg)
         val_manifest = None
         if cfg.data.val_source:

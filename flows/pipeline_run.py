@@ -75,16 +75,21 @@ class StageRecorder:
                 row["note"] = note
 
 
+#: The evaluations a run compares, in order: the champions' when the gate had to measure them
+#: (`champion-sft` for an SFT version, `champion` for the final one).
+COMPARED = ("before", "sft", "after", "champion-sft", "champion")
+
+
 class PipelineRun:
     """One pipeline run: its MLflow run, its steps, the metrics its evaluations measured and
     the registry's decisions. Use it as a context manager: a step that fails still leaves the
     run summary and a FAILED MLflow run behind."""
 
-    def __init__(self, cfg: RunConfig, labels: list[str]) -> None:
+    def __init__(self, cfg: RunConfig, labels: tuple[str, ...] = COMPARED) -> None:
         """`labels`: the evaluations the run compares, in the comparison's order."""
         use_storage_credentials(cfg)  # storage.credentials_block: keys into the env, not params
         use_job_secrets(cfg)  # cluster.secrets=prefect:BLOCK: the same, for the stage jobs
-        self.cfg, self.labels = cfg, labels
+        self.cfg, self.labels = cfg, list(labels)
         self.flow_run_id = str(flow_run.get_id() or "")
         tags = {
             "prefect.flow_run_id": self.flow_run_id,
@@ -128,9 +133,9 @@ class PipelineRun:
         description = f"Data report for {self.cfg.recipe}: {data.report_file}"
         create_table_artifact(key="data-report", table=table, description=description)
 
-    def record_grrm_data(self, data: stages.GrrmData) -> None:
+    def record_grrm_data(self, manifest: Any, data: stages.GrrmData) -> None:
         table = retried(
-            lambda: records.record_grrm_data(self.cfg, self.run_id, data),
+            lambda: records.record_grrm_data(self.cfg, self.run_id, manifest, data),
             "record the data reports",
         )
         description = f"GRRM data for {self.cfg.recipe}"

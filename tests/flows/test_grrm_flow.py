@@ -47,6 +47,9 @@ def test_grrm_full_pipeline_sft_then_rlvr(
     assert "plots/training_curves.png" in {
         a.path for a in client.list_artifacts(run.info.run_id, "plots")
     }
+    # What was downloaded, as for the judges: the manifest and its hash.
+    assert "data/manifest.json" in {a.path for a in client.list_artifacts(run.info.run_id, "data")}
+    assert len(run.data.tags["judgeflow.data.manifest_hash"]) == 64
 
     # RLVR alone starts from this lineage's SFT model (found in MLflow), and a retraining on
     # unchanged data is served from the cache: no job is submitted, the checkpoint is the same.

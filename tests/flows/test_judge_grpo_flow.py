@@ -109,6 +109,7 @@ def test_judge_grpo_flow_sft_then_grpo_learns_and_tracks(
         "data/manifest.json",
         "summary.json",
         f"data/{mode}.report.json",
+        "data/sft.report.json",
         "plots/training_curves.png",
         "plots/before_after.png",
         "plots/after_subsets.png",

@@ -45,13 +45,7 @@ CURVES = (
 def record_data(cfg: RunConfig, run_id: str, manifest: Manifest, data: PreparedData) -> Table:
     """Manifest, data report and counts into MLflow; returns the data-report table."""
     tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
-    tracker.log_dict(manifest.to_dict(), "data/manifest.json")
-    tracker.set_tags(
-        {
-            "judgeflow.data.source": cfg.data.source,
-            "judgeflow.data.manifest_hash": manifest.content_hash,
-        }
-    )
+    _record_manifest(tracker, cfg, manifest)
     tracker.log_dict(data.report, f"data/{Path(data.report_file).name}")  # also when on S3
     counts = data.report["counts"]
     examples = counts["examples_written"]
@@ -79,9 +73,22 @@ def record_data(cfg: RunConfig, run_id: str, manifest: Manifest, data: PreparedD
     )
 
 
-def record_grrm_data(cfg: RunConfig, run_id: str, data: GrrmData) -> Table:
-    """GRRM's data reports (SFT, RL train, RL test) into MLflow; returns the data-report table."""
+def _record_manifest(tracker: Tracker, cfg: RunConfig, manifest: Manifest) -> None:
+    """What was downloaded: the manifest (files, hashes, rows) and its content hash."""
+    tracker.log_dict(manifest.to_dict(), "data/manifest.json")
+    tracker.set_tags(
+        {
+            "judgeflow.data.source": cfg.data.source,
+            "judgeflow.data.manifest_hash": manifest.content_hash,
+        }
+    )
+
+
+def record_grrm_data(cfg: RunConfig, run_id: str, manifest: Manifest, data: GrrmData) -> Table:
+    """Manifest and GRRM's data reports (SFT, RL train, RL test) into MLflow; returns the
+    data-report table."""
     tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
+    _record_manifest(tracker, cfg, manifest)
     rows = []
     for name, (report_file, report) in data.reports.items():
         tracker.log_dict(report, f"data/{Path(report_file).name}")  # the file may be elsewhere
@@ -112,8 +119,9 @@ def record_sft(
     sft_file: str,
     data: SftData | None = None,
 ) -> None:
-    """Lineage: which SFT model RL starts from, which job and run trained it, on what data;
-    and the SFT metrics its job could not deliver while MLflow was down."""
+    """Lineage: which SFT model RL starts from, which job and run trained it, on what data (its
+    preparation report too); and the SFT metrics its job could not deliver while MLflow was
+    down."""
     trained_in = outcome.mlflow_run_id or run_id
     spool = metrics_spool(cfg, trained_in, "sft")
     Tracker.attach(trained_in, cfg.tracking.tracking_uri).replay_spool(spool)
@@ -131,6 +139,7 @@ def record_sft(
         tags["judgeflow.sft.data_sha256"] = data.report["sha256"]
         counts = data.report["counts"]
         tracker.log_metrics({f"data/sft_{k}": v for k, v in counts.items()})
+        tracker.log_dict(data.report, "data/sft.report.json")  # what was read, kept, dropped
     tracker.set_tags(tags)
 
 
