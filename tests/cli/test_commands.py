@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from judgeflow.cli.commands import app
+from judgeflow.inference.batch import read_judge_rows
 from judgeflow.samples import sample_path
 
 runner = CliRunner()
@@ -88,11 +89,17 @@ def test_recipes_lists_presets_and_profiles() -> None:
     assert "grpo-pointwise" in result.output and "tiny" in result.output
 
 
-def test_judge_names_a_bad_row_and_drops_it_only_when_asked(
-    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def judging_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`judgeflow judge` with a home of the test's own and its MLflow on local files."""
     monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+
+
+@pytest.mark.usefixtures("judging_here")
+def test_judge_names_a_bad_row_and_drops_it_only_when_asked(
+    tmp_path: Path, tiny_model: Path
+) -> None:
     rows = tmp_path / "rows.jsonl"
     rows.write_text(
         json.dumps({"query": "q", "response": "r"}) + "\n" + json.dumps({"query": "q"}) + "\n"
@@ -110,11 +117,8 @@ def test_judge_names_a_bad_row_and_drops_it_only_when_asked(
     assert [r["id"] for r in pq.read_table(out).to_pylist()] == ["0"]
 
 
-def test_judge_reads_a_shipped_sample(
-    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+@pytest.mark.usefixtures("judging_here")
+def test_judge_reads_a_shipped_sample(tmp_path: Path, tiny_model: Path) -> None:
     out = tmp_path / "verdicts.jsonl"
     result = runner.invoke(
         app,
@@ -122,7 +126,7 @@ def test_judge_reads_a_shipped_sample(
          "--output", str(out), "--set", "evaluation.max_new_tokens=2"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    shipped = sample_path("rewardbench2.jsonl").read_text().splitlines()
+    assert "of sample://rewardbench2.jsonl" in result.output
+    rows, _ = read_judge_rows(sample_path("rewardbench2.jsonl"), "pointwise")
     ids = [json.loads(line)["id"] for line in out.read_text().splitlines()]
-    assert len(ids) == len(set(ids)) > 0 and "of sample://rewardbench2.jsonl" in result.output
-    assert len(ids) >= len([line for line in shipped if line.strip()])
+    assert ids == [r["id"] for r in rows] and ids  # a verdict for every row of the sample

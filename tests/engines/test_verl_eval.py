@@ -47,6 +47,8 @@ from judgeflow.evaluation import evaluate_judge, evaluation_rows, params_from, r
 from judgeflow.samples import sample_path
 from judgeflow.stages import PreparedData, evaluate_job_spec
 
+pytestmark = pytest.mark.usefixtures("datasets_cache")
+
 SLURM = ["cluster.backend=slurm"]
 R = "actor_rollout_ref.rollout"
 Answer = Callable[[int, int], str]  # (row's extra_info.index, sample) -> completion
@@ -199,20 +201,6 @@ def test_validation_overrides_match_golden_file(recipe: str) -> None:
 
 
 # ---------------------------------------------------------------------------- verl's dump
-
-
-@pytest.fixture(autouse=True)
-def _datasets_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import datasets
-
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-datasets")
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_model: Path) -> Any:
-    from verl.utils import hf_tokenizer
-
-    return hf_tokenizer(str(tiny_model))
 
 
 def prepared(mode: str, tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Path:

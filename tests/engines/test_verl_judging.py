@@ -40,19 +40,7 @@ from judgeflow.engines.verl_eval import (
 from judgeflow.inference.batch import judge_file
 from judgeflow.stages import judges_with_verl, judging_batch
 
-
-@pytest.fixture(autouse=True)
-def _datasets_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import datasets
-
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-datasets")
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_model: Path) -> Any:
-    from verl.utils import hf_tokenizer
-
-    return hf_tokenizer(str(tiny_model))
+pytestmark = pytest.mark.usefixtures("datasets_cache")
 
 
 @pytest.mark.parametrize("recipe", ["grpo-pointwise", "grpo-pairwise", "grrm-rlvr"])

@@ -29,6 +29,8 @@ from judgeflow.data import prepare_judge
 from judgeflow.engines.verl import compose_verl_config, merge_command, verl_overrides
 from judgeflow.samples import sample_path
 
+pytestmark = pytest.mark.usefixtures("datasets_cache")
+
 RECIPES = ["grpo-pointwise", "grpo-pairwise", "grrm-rlvr"]
 
 
@@ -103,20 +105,6 @@ def test_merge_command_is_accepted_by_verls_model_merger(monkeypatch: pytest.Mon
 
 
 # ---------------------------------------------------------------------------- dataset
-
-
-@pytest.fixture(autouse=True)
-def _datasets_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import datasets
-
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-datasets")
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_model: Path) -> Any:
-    from verl.utils import hf_tokenizer
-
-    return hf_tokenizer(str(tiny_model))
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from judgeflow.stages import (
     judge_job_spec,
     judges_with_verl,
     train_job_spec,
+    with_policy,
 )
 
 RUN_ID = "<mlflow-run-id>"
@@ -109,8 +110,7 @@ def _judging(cfg: RunConfig) -> list[str]:
     if judges_with_verl(job):
         from judgeflow.engines.verl_eval import judging_command
 
-        model = job.model.model_copy(update={"path": MODEL_DIR})
-        command = judging_command(job.model_copy(update={"model": model}), spec.workdir)
+        command = judging_command(with_policy(job, MODEL_DIR), spec.workdir)
         rows = job.evaluation.rows_per_verl_run
         out += [
             f"# ---- engine command (verl validation mode, once per {rows} rows; "
@@ -125,9 +125,8 @@ def _validation_command(job: RunConfig, stage_dir: str) -> str | None:
         return None
     from judgeflow.engines.verl_eval import evaluation_gpus, validation_command
 
-    model = job.model.model_copy(update={"path": MODEL_DIR})
     command = validation_command(
-        job.model_copy(update={"model": model}),
+        with_policy(job, MODEL_DIR),
         eval_file=VAL_FILE,
         train_file=TRAIN_FILE,
         output_dir=stage_dir,

@@ -374,16 +374,15 @@ class VerlValidationGenerator:
 
     def _run(self, rows: list[dict[str, Any]]) -> list[list[str]]:
         out = Path(self.output_dir)
-        return _validate(
+        command = validation_command(
             self.cfg,
-            rows,
-            val_file=self._write_rows(rows, out),
+            python=self.python,
+            eval_file=self._write_rows(rows, out),
             train_file=self.train_file,
             output_dir=out,
             n_gpus=self.n_gpus,
-            python=self.python,
-            runner=self.runner,
         )
+        return _run_validation(self.cfg, rows, command, out, self.runner)
 
     def _write_rows(self, rows: list[dict[str, Any]], out: Path) -> str:
         """The parquet holding exactly `rows`: the eval file, or a copy beside the dump."""
@@ -405,29 +404,18 @@ class VerlValidationGenerator:
         return str(target)
 
 
-def _validate(
+def _run_validation(
     cfg: RunConfig,
     rows: list[dict[str, Any]],
-    *,
-    val_file: str,
-    train_file: str,
+    command: list[str],
     output_dir: Path,
-    n_gpus: int,
-    python: str,
     runner: Runner | None,
 ) -> list[list[str]]:
-    """One verl validation run over `rows` (held by `val_file`, in order): the completions of
-    each row. A row verl dropped as overlong is an error naming it, never an empty answer."""
+    """Run `command`, one verl validation over `rows` (in order) dumping into `output_dir`: the
+    completions of each row. A row verl dropped as overlong is an error naming it, never an
+    empty answer."""
     dump_dir = output_dir / GENERATIONS_DIRNAME
     shutil.rmtree(dump_dir, ignore_errors=True)  # an earlier attempt's dump must not be read
-    command = validation_command(
-        cfg,
-        python=python,
-        eval_file=val_file,
-        train_file=train_file,
-        output_dir=output_dir,
-        n_gpus=n_gpus,
-    )
     run = runner or run_streaming  # looked up at call time: tests replace it
     code = run(command, dict(os.environ))
     if code != 0:
@@ -461,9 +449,8 @@ def verl_generator_for(
 ) -> VerlValidationGenerator:
     """The evaluation stage's generator under verl: `model_dir` (a local copy) judged on
     `eval_file`, verl's files under `workdir` (the job's stage dir), `evaluation_gpus` GPUs."""
-    model = cfg.model.model_copy(update={"path": str(model_dir)})
     return VerlValidationGenerator(
-        cfg.model_copy(update={"model": model}),
+        _on_model(cfg, model_dir),
         eval_file=str(eval_file),
         train_file=str(train_file),
         output_dir=str(workdir),
@@ -521,9 +508,8 @@ class VerlJudgingGenerator:
     up to a training batch (one row per GPU).
     """
 
-    cfg: RunConfig  # model.path: the judge's weights
+    cfg: RunConfig  # model.path: the judge's weights; evaluation_gpus(cfg) GPUs
     output_dir: str
-    n_gpus: int
     python: str = sys.executable
     runner: Runner | None = None
 
@@ -553,18 +539,11 @@ class VerlJudgingGenerator:
         rows = judging_rows(self.cfg.mode, prompts)
         val_file, train_file = out / JUDGE_ROWS_FILE, out / JUDGE_TRAIN_FILE
         write_parquet_atomic(pa.Table.from_pylist(rows), val_file)
-        repeats = -(-self.n_gpus // len(rows))  # verl asserts a non-empty training dataloader
+        n_gpus = evaluation_gpus(self.cfg)  # verl asserts a non-empty training dataloader
+        repeats = -(-n_gpus // len(rows))
         write_parquet_atomic(pa.Table.from_pylist(rows * repeats), train_file)
-        completions = _validate(
-            judging_config(self.cfg),
-            rows,
-            val_file=str(val_file),
-            train_file=str(train_file),
-            output_dir=out,
-            n_gpus=self.n_gpus,
-            python=self.python,
-            runner=self.runner,
-        )
+        command = judging_command(self.cfg, out, python=self.python)
+        completions = _run_validation(judging_config(self.cfg), rows, command, out, self.runner)
         return [c[0] for c in completions]
 
 
@@ -589,9 +568,9 @@ def verl_judging_generator(
 ) -> VerlJudgingGenerator:
     """The judging stage's generator under verl: `model_dir` (a local copy) on
     `evaluation_gpus` GPUs, verl's files under `workdir` (the job's folder)."""
-    model = cfg.model.model_copy(update={"path": str(model_dir)})
-    return VerlJudgingGenerator(
-        cfg.model_copy(update={"model": model}),
-        output_dir=str(workdir),
-        n_gpus=evaluation_gpus(cfg),
-    )
+    return VerlJudgingGenerator(_on_model(cfg, model_dir), output_dir=str(workdir))
+
+
+def _on_model(cfg: RunConfig, model_dir: str | Path) -> RunConfig:
+    """`cfg` whose model is `model_dir`: the weights verl loads."""
+    return cfg.model_copy(update={"model": cfg.model.model_copy(update={"path": str(model_dir)})})

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from judgeflow.config import ConfigError, RunConfig
+from judgeflow.engines.verl_eval import evaluation_gpus
 from judgeflow.inference.batch import judge_file, summary_metrics
 from judgeflow.inference.pyfunc import local_weights
 from judgeflow.inference.verdicts import INPUT_COLUMNS
@@ -35,8 +36,6 @@ EXPERIMENT = "judgeflow-judge"
 def judges_with_verl(cfg: RunConfig) -> bool:
     """Judging on GPUs under verl runs its validation mode (vLLM), as evaluation does; without
     a GPU, or under TRL, it is HF generation."""
-    from judgeflow.engines.verl_eval import evaluation_gpus
-
     return cfg.resolved_engine == "verl" and evaluation_gpus(cfg) > 0
 
 
