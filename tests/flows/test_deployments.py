@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +40,16 @@ DEPLOYMENTS = {
 @pytest.fixture
 def prefect_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """`prefect server start` (SQLite, its own PREFECT_HOME) with every service, scheduler
-    included; this process's client talks to it too."""
+    included (visiting the deployments every 5 s, not Prefect's 60); this process's client
+    talks to it too."""
     home = tmp_path / "prefect-home"
     home.mkdir()
     port = free_port()
     log = home / "server.log"
     proc = subprocess.Popen(
         [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env={**os.environ, "PREFECT_HOME": str(home), "PREFECT_API_URL": ""},
+        env={**os.environ, "PREFECT_HOME": str(home), "PREFECT_API_URL": "",
+             "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "5"},
         stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     api = f"http://127.0.0.1:{port}/api"
@@ -74,6 +77,7 @@ def test_deployment_run_and_cron_schedule_complete_through_a_worker(
         "JUDGEFLOW_WORK_POOL": pool,
         "JUDGEFLOW_HOME": str(judgeflow_home),
         "MLFLOW_TRACKING_URI": mlflow_server,
+        "PREFECT_WORKER_QUERY_SECONDS": "2",  # the worker looks for due runs every 2 s, not 10
     }
     deploy = subprocess.run(
         [str(REPO / "deployments" / "deploy.sh")],
@@ -104,8 +108,8 @@ def test_deployment_run_and_cron_schedule_complete_through_a_worker(
         assert run.returncode == 0, run.stdout[-3000:] + worker_log.read_text()[-5000:]
         assert "Completed" in run.stdout
 
-        # A cron schedule on the retrain deployment (every minute, tiny parameters) creates a
-        # run, and the worker completes it; on unchanged data every stage comes from the cache.
+        # A cron schedule on the retrain deployment (tiny parameters) creates a run, and the
+        # worker completes it; on unchanged data every stage comes from the cache.
         start = time.monotonic()
         state = asyncio.run(_schedule_and_wait(retrain.id, {"profile": "tiny", "overrides": tiny}))
         print(f"cron run: {time.monotonic() - start:.1f}s after the schedule was created")
@@ -144,14 +148,14 @@ async def _schedule_and_wait(deployment_id: uuid.UUID, parameters: dict[str, obj
     from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
     from prefect.client.schemas.schedules import CronSchedule
 
+    # Due 15 s from now, once a day: croniter's sixth field is the second, so the test need not
+    # wait for the next whole minute as "* * * * *" would.
+    due = datetime.now(UTC) + timedelta(seconds=15)
+    cron = CronSchedule(cron=f"{due.minute} {due.hour} * * * {due.second}", timezone="UTC")
     async with get_client() as client:
         await client.create_deployment_schedules(
             deployment_id,
-            [
-                DeploymentScheduleCreate(
-                    schedule=CronSchedule(cron="* * * * *"), active=True, parameters=parameters
-                )
-            ],
+            [DeploymentScheduleCreate(schedule=cron, active=True, parameters=parameters)],
         )
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
