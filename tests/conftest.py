@@ -25,6 +25,18 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
 
 from servers import free_port, stop, wait_http
+from sessions import mark_this_session, of_this_session
+
+mark_this_session()
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
+    # Workers share the cores: each trains (in its process, stage jobs, Slurm jobs) on its share.
+    # Two workers with torch's default of one thread per core would oversubscribe two cores
+    # and run training several times slower; with one thread each, the tiny model's results are
+    # the same (the demo prints the same tables).
+    cores = len(os.sched_getaffinity(0))
+    os.environ.setdefault(
+        "OMP_NUM_THREADS", str(max(1, cores // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+    )
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -42,7 +54,11 @@ OURS = re.compile(
 def _our_processes() -> dict[int, str]:
     found = {}
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
+        if (
+            entry.name.isdigit()
+            and int(entry.name) != os.getpid()
+            and of_this_session(int(entry.name))
+        ):
             try:
                 cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             except OSError:
@@ -52,11 +68,29 @@ def _our_processes() -> dict[int, str]:
     return found
 
 
+#: Tests that share something beyond their own folders, run by one xdist worker one after another:
+#: every test on the dev Slurm cluster (one cluster; each checks that no job is left in its
+#: queue), and the pipeline benchmarks (each checks that no `jfbench-*` folder is left in /tmp).
+SHARED = ("tests/cluster/", "tests/benchmarks/test_run_benchmarks.py")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """scripts/test runs two pytest-xdist workers: every test goes to whichever is free, except
+    the `SHARED` ones. (xdist's own `--dist loadgroup` marks do not take under pytest 9.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedRunTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return next((shared for shared in SHARED if nodeid.startswith(shared)), nodeid)
+
+    return SharedRunTogether(config, log)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def nothing_of_the_session_left() -> Iterator[None]:
     """After the whole session (its servers and the dev cluster stopped), no process it started
-    is left. (scripts/test also checks, after pytest has exited, that no process and no file in
-    the temporary directory outlives the tests.)"""
+    (see `sessions`) is left. (scripts/test also checks, after pytest has exited, that no process
+    and no file in the temporary directory outlives the tests.)"""
     before = set(_our_processes())
     yield
     deadline = time.monotonic() + 60

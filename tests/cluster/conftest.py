@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from sessions import of_this_session
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEV_CLUSTER = REPO_ROOT / "infra" / "slurm" / "dev-cluster"
@@ -98,14 +99,23 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
 
 
 def _leftovers(cluster: SlurmCluster) -> list[str]:
-    """Slurm jobs still queued or running, and Ray/stage processes of judgeflow jobs."""
+    """Slurm jobs still queued or running, and Ray/stage processes of judgeflow jobs (of this
+    session or of a Slurm job: a second xdist worker's local stages are not this test's)."""
     jobs = cluster.run("squeue", "-h", "-o", "%i %j %T").split("\n")
-    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    procs = [
-        line for line in ps.splitlines()
-        if ("jf-ray-" in line or "judgeflow.stages.jobs" in line or "submitit.core._submit" in line)
-        and "ps -eo" not in line
-    ]  # fmt: skip
+    procs = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        markers = ("jf-ray-", "judgeflow.stages.jobs", "submitit.core._submit")
+        if any(m in args for m in markers) and (
+            of_this_session(int(entry.name)) or b"\0SLURM_JOB_ID=" in b"\0" + environ
+        ):
+            procs.append(f"{entry.name} {args.strip()[:200]}")
     return [j for j in jobs if j.strip()] + procs
 
 

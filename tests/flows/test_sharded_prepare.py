@@ -15,6 +15,7 @@ from typing import Any
 import psutil
 import pytest
 from flowtools import task_runs
+from sessions import of_this_session
 
 from judgeflow.data import prepare_grrm_rl
 
@@ -51,10 +52,11 @@ def write_groups(path: Path, n: int) -> Path:
 
 
 def ray_processes(since: set[int]) -> list[str]:
-    """Ray's processes (GCS, raylet, workers, agents) started after the `since` snapshot."""
+    """Ray's processes (GCS, raylet, workers, agents) this session started after the `since`
+    snapshot (an xdist worker beside it may run Ray of its own)."""
     found = []
     for proc in psutil.process_iter(["pid", "name", "cmdline"]):
-        if proc.info["pid"] in since:
+        if proc.info["pid"] in since or not of_this_session(proc.info["pid"]):
             continue
         text = " ".join(proc.info["cmdline"] or []) + " " + (proc.info["name"] or "")
         if any(key in text for key in ("ray::", "raylet", "gcs_server", "ray/_private", "ray/dashboard")):  # fmt: skip
