@@ -18,8 +18,8 @@ from prefect import flow, get_run_logger
 
 from flows.pipeline_run import PipelineRun
 from flows.prepare_sharded import prepare_rl_train
-from judgeflow.config import load_config
-from judgeflow.stages import val_source_config, with_policy
+from judgeflow.config import load_config, with_policy
+from judgeflow.stages import val_source_config
 from tasks.data import download
 from tasks.grrm import find_sft_model, prepare_grrm
 from tasks.policies import cached

@@ -20,9 +20,9 @@ from typing import Any
 from prefect import flow, get_run_logger
 
 from flows.pipeline_run import PipelineRun
-from judgeflow.config import load_config
+from judgeflow.config import load_config, with_policy
 from judgeflow.modes import JudgeMode
-from judgeflow.stages import sft_source_config, val_source_config, with_policy
+from judgeflow.stages import sft_source_config, val_source_config
 from tasks.data import download, prepare
 from tasks.policies import cached
 from tasks.sft import prepare_sft

@@ -11,7 +11,7 @@ import shlex
 
 from judgeflow.cluster.job import PYTHON
 from judgeflow.cluster.submit import render_sbatch
-from judgeflow.config import RunConfig
+from judgeflow.config import RunConfig, with_policy
 from judgeflow.stages import (
     PreparedData,
     evaluate_job_spec,
@@ -19,7 +19,6 @@ from judgeflow.stages import (
     judge_job_spec,
     judges_with_verl,
     train_job_spec,
-    with_policy,
 )
 
 RUN_ID = "<mlflow-run-id>"

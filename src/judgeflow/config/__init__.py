@@ -38,6 +38,7 @@ from judgeflow.config.schema import (
     TrackingConfig,
     judgeflow_home,
     validate_config,
+    with_policy,
 )
 
 __all__ = [
@@ -65,4 +66,5 @@ __all__ = [
     "parse_override",
     "set_dotted",
     "validate_config",
+    "with_policy",
 ]

@@ -520,6 +520,12 @@ with warnings.catch_warnings():
             return hashlib.sha256(blob).hexdigest()[:16]
 
 
+def with_policy(cfg: RunConfig, model_dir: str | Path) -> RunConfig:
+    """`cfg` whose policy (model.path, the weights a stage loads) is `model_dir`: RL starting
+    from the SFT model, or an engine loading a local copy of the judge."""
+    return cfg.model_copy(update={"model": cfg.model.model_copy(update={"path": str(model_dir)})})
+
+
 def validate_config(raw: Mapping[str, Any]) -> RunConfig:
     _check_keys(RunConfig, raw, prefix="")
     try:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judgeflow.config import RunConfig
+from judgeflow.config import RunConfig, with_policy
 from judgeflow.data.grrm_template import LABELS
 from judgeflow.engines.verl import (
     MAIN_PPO,
@@ -450,7 +450,7 @@ def verl_generator_for(
     """The evaluation stage's generator under verl: `model_dir` (a local copy) judged on
     `eval_file`, verl's files under `workdir` (the job's stage dir), `evaluation_gpus` GPUs."""
     return VerlValidationGenerator(
-        _on_model(cfg, model_dir),
+        with_policy(cfg, model_dir),
         eval_file=str(eval_file),
         train_file=str(train_file),
         output_dir=str(workdir),
@@ -568,9 +568,4 @@ def verl_judging_generator(
 ) -> VerlJudgingGenerator:
     """The judging stage's generator under verl: `model_dir` (a local copy) on
     `evaluation_gpus` GPUs, verl's files under `workdir` (the job's folder)."""
-    return VerlJudgingGenerator(_on_model(cfg, model_dir), output_dir=str(workdir))
-
-
-def _on_model(cfg: RunConfig, model_dir: str | Path) -> RunConfig:
-    """`cfg` whose model is `model_dir`: the weights verl loads."""
-    return cfg.model_copy(update={"model": cfg.model.model_copy(update={"path": str(model_dir)})})
+    return VerlJudgingGenerator(with_policy(cfg, model_dir), output_dir=str(workdir))

@@ -25,7 +25,6 @@ from judgeflow.stages.common import (
     run_dir,
     start_tracking,
     store_for,
-    with_policy,
 )
 from judgeflow.stages.data import (
     GrrmRlPreparation,
@@ -93,5 +92,4 @@ __all__ = [
     "train_job_spec",
     "train_stage",
     "val_source_config",
-    "with_policy",
 ]

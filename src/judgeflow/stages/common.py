@@ -85,11 +85,6 @@ def run_dir(cfg: RunConfig, run_id: str) -> Path:
     return store_for(cfg).local_dir("runs", run_id)
 
 
-def with_policy(cfg: RunConfig, model_dir: str) -> RunConfig:
-    """`cfg` whose policy (model.path) is `model_dir`: RL starts from the SFT model."""
-    return cfg.model_copy(update={"model": cfg.model.model_copy(update={"path": model_dir})})
-
-
 def _short_hash(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from judgeflow.config import RunConfig
+from judgeflow.config import RunConfig, with_policy
 from judgeflow.config.redaction import strip_credentials
 from judgeflow.data.io import exists
 from judgeflow.evaluation.decontamination import (
@@ -22,7 +22,6 @@ from judgeflow.evaluation.decontamination import (
     unchecked_set,
 )
 from judgeflow.registry.models import Decision, ModelRegistry, VersionInfo
-from judgeflow.stages.common import with_policy
 from judgeflow.stages.evaluate import decontamination_of
 from judgeflow.tracking import Tracker
 

@@ -9,7 +9,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from judgeflow.config import RunConfig
+from judgeflow.config import RunConfig, with_policy
 from judgeflow.evaluation.decontamination import write_lineage
 from judgeflow.stages.common import (
     PreparedData,
@@ -17,7 +17,6 @@ from judgeflow.stages.common import (
     TrainedModel,
     _published,
     fetch,
-    with_policy,
 )
 from judgeflow.tracking import Tracker
 
