@@ -25,7 +25,7 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
 
 from servers import free_port, stop, wait_http
-from sessions import mark_this_session, of_this_session
+from sessions import mark_this_session, processes
 
 mark_this_session()
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
@@ -52,20 +52,7 @@ OURS = re.compile(
 
 
 def _our_processes() -> dict[int, str]:
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if (
-            entry.name.isdigit()
-            and int(entry.name) != os.getpid()
-            and of_this_session(int(entry.name))
-        ):
-            try:
-                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if OURS.search(cmd):
-                found[int(entry.name)] = cmd.strip()
-    return found
+    return {p.pid: p.args for p in processes() if p.of_this_session and OURS.search(p.args)}
 
 
 #: Tests that share something beyond their own folders, run by one xdist worker one after another:

@@ -10,6 +10,8 @@ another's leftovers. `scripts/test` checks once more after pytest, for every pro
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 MARK = "JF_TEST_SESSION"
@@ -20,12 +22,46 @@ def mark_this_session() -> None:
     os.environ[MARK] = str(os.getpid())
 
 
+@dataclass(frozen=True)
+class Process:
+    pid: int
+    args: str  # the command line, arguments joined by spaces
+    environ: list[bytes] | None  # None: not readable (another user's process)
+
+    @property
+    def of_this_session(self) -> bool:
+        """Carries this session's mark (a process whose environment cannot be read counts)."""
+        return self.environ is None or f"{MARK}={os.environ[MARK]}".encode() in self.environ
+
+    @property
+    def in_a_slurm_job(self) -> bool:
+        return self.environ is not None and any(
+            v.startswith(b"SLURM_JOB_ID=") for v in self.environ
+        )
+
+
+def processes() -> Iterator[Process]:
+    """Every live process but this one, each read once."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            try:
+                environ: list[bytes] | None = (entry / "environ").read_bytes().split(b"\0")
+            except PermissionError:
+                environ = None
+        except OSError:  # gone
+            continue
+        yield Process(int(entry.name), args.strip(), environ)
+
+
 def of_this_session(pid: int) -> bool:
-    """`pid` carries this session's mark (a process whose environment cannot be read counts)."""
+    """`pid` carries this session's mark (see `Process.of_this_session`); a gone one does not."""
     try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
+        environ: list[bytes] | None = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     except PermissionError:
-        return True
-    except OSError:  # gone
+        environ = None
+    except OSError:
         return False
-    return f"{MARK}={os.environ[MARK]}".encode() in environ.split(b"\0")
+    return Process(pid, "", environ).of_this_session

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from sessions import of_this_session
+from sessions import processes
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEV_CLUSTER = REPO_ROOT / "infra" / "slurm" / "dev-cluster"
@@ -102,20 +102,12 @@ def _leftovers(cluster: SlurmCluster) -> list[str]:
     """Slurm jobs still queued or running, and Ray/stage processes of judgeflow jobs (of this
     session or of a Slurm job: a second xdist worker's local stages are not this test's)."""
     jobs = cluster.run("squeue", "-h", "-o", "%i %j %T").split("\n")
-    procs = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            args = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        markers = ("jf-ray-", "judgeflow.stages.jobs", "submitit.core._submit")
-        if any(m in args for m in markers) and (
-            of_this_session(int(entry.name)) or b"\0SLURM_JOB_ID=" in b"\0" + environ
-        ):
-            procs.append(f"{entry.name} {args.strip()[:200]}")
+    markers = ("jf-ray-", "judgeflow.stages.jobs", "submitit.core._submit")
+    procs = [
+        f"{p.pid} {p.args[:200]}"
+        for p in processes()
+        if any(m in p.args for m in markers) and (p.of_this_session or p.in_a_slurm_job)
+    ]
     return [j for j in jobs if j.strip()] + procs
 
 
