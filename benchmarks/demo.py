@@ -29,7 +29,7 @@ benchmarks/readme.py renders the README's regions from these files.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import hashlib
 import json
 import re
 import sqlite3
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import _env
-from run import git_state, machine
+from stamp import stamp
 
 from judgeflow.modes import JUDGE_MODES
 
@@ -113,11 +113,17 @@ def tables() -> None:
     _write(
         "demo-tables.json",
         {
-            "command": "benchmarks/demo.py tables",
+            # the printed tables this run wrote: tests/benchmarks/test_results_stamps.py holds
+            # each .txt to its hash here
+            "outputs": {f"demo-{m}.txt": _sha256(RESULTS / f"demo-{m}.txt") for m in MODES},
             "seconds": seconds,  # each run, after the tiny model was built
             "tiny_model_parameters": parameters,
         },
     )
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _parameters(model_dir: Path) -> int:
@@ -172,7 +178,6 @@ def seeds(
     _write(
         output,
         {
-            "command": "benchmarks/demo.py seeds",
             "overrides": list(overrides),
             "bar": {"min_reward_gain": MIN_GAIN, "max_format_failure_rate": MAX_FORMAT_FAILURES,
                     "grrm": "ranking_accuracy above the SFT model's, format failures not above"},
@@ -205,7 +210,7 @@ def rules() -> None:
                                 if "/subset/" not in k},
                     "subsets": {s["subset"]: s for s in details["subsets"]},
                 }  # fmt: skip
-    _write("demo-rules.json", {"command": "benchmarks/demo.py rules", "rules": out})
+    _write("demo-rules.json", {"rules": out})
 
 
 def _rule_verdict(mode: str, row: dict[str, Any], helpful: Any) -> str:
@@ -222,15 +227,12 @@ def _rule_verdict(mode: str, row: dict[str, Any], helpful: Any) -> str:
     return f"<think>rule</think><better>{'B' if b and not a else 'A'}</better>"
 
 
+#: This run's stamp (benchmarks/stamp.py), taken as it starts.
+_STAMP: dict[str, Any] = {}
+
+
 def _write(name: str, payload: dict[str, Any]) -> None:
-    git = git_state()
-    payload = {
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "git_commit": git["commit"],
-        "git_modified": git["modified"],  # files that differed from that commit
-        "machine": machine(),
-        **payload,
-    }
+    payload = {**(_STAMP or stamp("benchmarks/demo.py")), **payload}
     _write_text(RESULTS / name, json.dumps(payload, indent=2, sort_keys=False) + "\n")
 
 
@@ -258,6 +260,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--output", default="demo-seeds.json", help="file in benchmarks/results")
     args = parser.parse_args(argv)
+    _STAMP.update(
+        stamp(" ".join(["benchmarks/demo.py", *(sys.argv[1:] if argv is None else argv)]))
+    )
     if args.what == "tables":
         tables()
     elif args.what == "seeds":

@@ -28,12 +28,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime as dt
 import gc
 import itertools
 import json
 import math
-import os
 import statistics
 import sys
 import tempfile
@@ -257,8 +255,8 @@ def table(rows: list[dict[str, Any]]) -> str:
         ("parameters", lambda r: f"{r['parameters'] / 1e6:.1f}M"),
         ("steps", lambda r: str(r["steps"])),
         (
-            "completion len (mean/max)",
-            lambda r: f"{_fmt(r['completion_length_mean'], '.1f')}/{r['completion_tokens_max']}",
+            "completion len mean (cap)",
+            lambda r: f"{_fmt(r['completion_length_mean'], '.1f')} ({r['completion_tokens_max']})",
         ),
         ("s/step (median)", lambda r: _fmt(r["seconds_per_step_median"])),
         ("train seconds (all)", lambda r: _fmt(r["train_seconds"], ".1f")),
@@ -297,29 +295,35 @@ def table(rows: list[dict[str, Any]]) -> str:
     )
 
 
-def stamp() -> str:
-    """When, on what and from which commit the figures were measured."""
-    import subprocess
-
+def run_stamp(argv: list[str]) -> dict[str, Any]:
+    """The run's stamp (benchmarks/stamp.py), with the GPU it ran on."""
     import torch
-    import transformers
-    import trl
+    from stamp import stamp
 
-    commit = (
-        os.environ.get("GIT_COMMIT")
-        or subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-        ).stdout.strip()
+    out = stamp(" ".join(["benchmarks/gpu_check.py", *argv]))
+    if torch.cuda.is_available():
+        out["machine"] |= {"gpu": torch.cuda.get_device_name(0), "gpus": torch.cuda.device_count()}
+    out["packages"]["cuda"] = torch.version.cuda or "none"
+    return out
+
+
+def render(results: dict[str, Any]) -> str:
+    """The printed table (gpu-check.txt) from the results file: a stamp line, then the table.
+    tests/benchmarks/test_results_stamps.py holds the committed .txt to this."""
+    git, versions = results["git"], results["packages"]
+    modified = git["modified"]
+    tree = (" (modified files not recorded)" if modified is None
+            else f" with {len(modified)} modified files" if modified else "")  # fmt: skip
+    head = (
+        f"benchmarks/gpu_check.py, {results['date'][:10]}, commit {git['commit'][:7]}{tree}: "
+        f"torch {versions['torch']}, transformers {versions['transformers']}, trl {versions['trl']}"
     )
-    return (
-        f"benchmarks/gpu_check.py, {dt.date.today().isoformat()}, commit {commit or 'unknown'}: "
-        f"torch {torch.__version__}, transformers {transformers.__version__}, trl {trl.__version__}"
-    )
+    return f"{head}\n\n{table(results['runs'])}\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, required=True, help="folder with sft/ and data/")
+    parser.add_argument("--data", type=Path, help="folder with sft/ and data/")
     parser.add_argument("--steps", type=int, help="cap both parts at N GRPO steps (CPU smoke)")
     parser.add_argument("--big-steps", type=int, default=10)
     parser.add_argument("--big-completion", type=int, default=256, help="big part's tokens")
@@ -337,7 +341,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="work folder (default: a temporary one)")
     parser.add_argument("--json", type=Path, help="write the figures here")
     parser.add_argument("--table", type=Path, help="write the printed table here")
+    parser.add_argument(
+        "--render", type=Path, metavar="JSON", help="only print (or --table) JSON's table again"
+    )
     args = parser.parse_args(argv)
+    if args.render:
+        text = render(json.loads(args.render.read_text()))
+        print(text)
+        if args.table:
+            args.table.write_text(text)
+        return 0
+    if args.data is None:
+        parser.error("--data is required")
+    results = run_stamp(sys.argv[1:] if argv is None else argv)
 
     import torch
 
@@ -388,12 +404,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             parser.error(f"unknown part {part!r} (tiny, big)")
         rows.append(row)
+        results["runs"] = rows
         if args.json:  # after every part, so a run cut short still leaves its figures
-            args.json.write_text(json.dumps(rows, indent=2, default=str))
+            args.json.write_text(json.dumps(results, indent=2, default=str) + "\n")
         gc.collect()
 
     print()
-    text = f"{stamp()}\n\n{table(rows)}\n"
+    text = render(results)
     print(text)
     if args.table:
         args.table.write_text(text)

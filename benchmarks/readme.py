@@ -26,7 +26,6 @@ is measured here:
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import difflib
 import json
 import re
@@ -37,6 +36,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from stamp import describe
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -79,15 +80,11 @@ def _cell(value: Any) -> str:
 
 def _measured_on(results: Mapping[str, Any]) -> str:
     """One sentence: when, at which commit, on what, and how busy the machine was."""
-    m, git = results["machine"], results["git"]
-    date = dt.datetime.fromisoformat(results["date"])
-    commit = f"commit `{git['commit'][:10]}`" if git.get("commit") else "an unknown commit"
-    if git.get("modified"):
-        commit += f" with {len(git['modified'])} modified files"
+    m = results["machine"]
     minutes = sum(results["seconds"].values()) / 60
     load = m["load_average_at_start"][0]
     return (
-        f"{date:%Y-%m-%d}, {commit}, {minutes:.0f} min in all, on {m['cpu']} "
+        f"{describe(results)}, {minutes:.0f} min in all, on {m['cpu']} "
         f"({m['cores_usable']} of {m['cores']} cores usable), {m['memory_gib']} GiB, {m['os']}, "
         f"Python {m['python']}; load average {load:.1f} at the start."
     )
@@ -169,7 +166,7 @@ def demo_seeds_table(source: Path) -> str:
         f"{met} of {len(results['runs'])} runs meet the bar (reward_mean at least "
         f"{bar['min_reward_gain']} above the SFT model, format failures at most "
         f"{bar['max_format_failure_rate']}). `benchmarks/results/demo-seeds.json`: "
-        f"{results['date'][:10]}, commit `{results['git_commit'][:10]}`, "
+        f"{describe(results)}, "
         f"{results['seconds'] / 60:.0f} min on {results['machine']['cpu']} "
         f"({results['machine']['cores']} cores).",
     ]
@@ -199,7 +196,7 @@ def grrm_seeds_table(source: Path) -> str:
         "",
         f"With {overrides}: RLVR raised the ranking accuracy in {_raised(moved, ',')}; one test "
         f"group of {groups} is {1 / groups:.4f}. `benchmarks/results/{source.name}`: "
-        f"{results['date'][:10]}, commit `{results['git_commit'][:10]}`.",
+        f"{describe(results)}.",
     ]
     return "\n".join(lines)
 
@@ -231,6 +228,11 @@ def _tables_meta(field: str, fmt: str) -> Callable[[Path], str]:
     return render
 
 
+def stamped(source: Path) -> str:
+    """Where a results file's figures come from, in one sentence (`stamp.describe`)."""
+    return f"`{source.relative_to(REPO)}`: {describe(_json(source))}."
+
+
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
@@ -246,6 +248,9 @@ REGIONS: dict[str, Region] = {
     "tiny-model-parameters": Region(
         "benchmarks/results/demo-tables.json", _tables_meta("tiny_model_parameters", "{:,}")
     ),
+    "demo-tables-stamp": Region("benchmarks/results/demo-tables.json", stamped),
+    "demo-rules-stamp": Region("benchmarks/results/demo-rules.json", stamped),
+    "gpu-check-stamp": Region("benchmarks/results/gpu-check.json", stamped),
     "demo-minutes": Region(
         "benchmarks/results/demo-tables.json",
         lambda source: _minutes(_json(source)["seconds"]["pointwise"]),

@@ -24,12 +24,9 @@ check the code, they are not figures to quote.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import os
-import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,6 +42,7 @@ import pipeline
 import ray_startup
 import readme
 import rewards
+from stamp import stamp
 
 BENCHMARKS = ("prepare-judge", "prepare-grrm", "rewards", "ray-startup", "cached-retrain",
               "demo-stages")  # fmt: skip
@@ -272,46 +270,6 @@ RUNNERS: dict[str, Callable[[bool], tuple[list[Row], dict[str, Any]]]] = {
 # --------------------------------------------------------------------------- output
 
 
-def _proc_field(path: str, key: str) -> str | None:
-    """The value of the first `key:` (or `key=`) line of a /proc-style file, if any."""
-    with contextlib.suppress(OSError):
-        for line in Path(path).read_text().splitlines():
-            name, sep, value = line.partition(":" if ":" in line else "=")
-            if sep and name.strip() == key:
-                return value.strip().strip('"')
-    return None
-
-
-def machine() -> dict[str, Any]:
-    """What the figures were measured on."""
-    memory = _proc_field("/proc/meminfo", "MemTotal")  # "16384256 kB"
-    distribution = _proc_field("/etc/os-release", "PRETTY_NAME")
-    return {
-        "cpu": _proc_field("/proc/cpuinfo", "model name") or platform.processor(),
-        "cores": os.cpu_count(),
-        "cores_usable": len(os.sched_getaffinity(0)),
-        "memory_gib": round(int(memory.split()[0]) / 2**20, 1) if memory else None,
-        "os": f"{distribution}, {platform.platform()}" if distribution else platform.platform(),
-        "python": platform.python_version(),
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-    }
-
-
-def git_state() -> dict[str, Any]:
-    """The commit measured, and the tracked files that differed from it."""
-    command = ["git", "-C", str(Path(__file__).resolve().parents[1]), "status", "--porcelain=v2",
-               "--branch", "--untracked-files=no"]  # fmt: skip
-    try:
-        lines = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return {"commit": None, "modified": []}
-    heads = [ln.split()[2] for ln in lines.splitlines() if ln.startswith("# branch.oid ")]
-    return {
-        "commit": heads[0] if heads else None,
-        "modified": [ln.split()[-1] for ln in lines.splitlines() if not ln.startswith("#")],
-    }
-
-
 def markdown(rows: list[Row]) -> str:
     header = ["benchmark", "case", "metric", "judgeflow", "baseline", "vs baseline", "notes"]
     lines = [header] + [list(asdict(r).values()) for r in rows]
@@ -348,11 +306,8 @@ def main() -> int:
 
     started = dt.datetime.now().astimezone()
     results: dict[str, Any] = {
-        "date": started.isoformat(timespec="seconds"),
+        **stamp(" ".join([Path(sys.executable).name, *sys.argv])),
         "quick": args.quick,
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "machine": machine(),
-        "git": git_state(),
     }
     table: list[Row] = []
     raw: dict[str, Any] = {}
