@@ -16,6 +16,7 @@ import yaml
 
 from judgeflow.config.keys import ignored_keys, secret_overrides
 from judgeflow.config.redaction import has_url_credentials, is_secret
+from judgeflow.config.safe_yaml import MAX_BYTES, UnsafeYaml, load_yaml
 from judgeflow.config.schema import (
     DATA_URL_KEYS,
     ConfigError,
@@ -101,7 +102,9 @@ def parse_override(item: str) -> tuple[str, Any]:
     if not sep or not key or not re.fullmatch(r"[A-Za-z_][\w-]*(\.[\w-]+)*", key):
         raise ConfigError(f"override {item!r} is not of the form dotted.key=value")
     try:
-        value = yaml.safe_load(text) if text.strip() else ""
+        value = load_yaml(text) if text.strip() else ""
+    except UnsafeYaml as exc:
+        raise ConfigError(f"override {key}: {exc}") from None
     except yaml.YAMLError:
         value = text
     return key, value
@@ -157,8 +160,20 @@ def _profile_path(profile: str) -> Path:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
+    """A recipe or profile file as plain data; a hostile one is refused before it is built
+    (`safe_yaml`), and only its first MAX_BYTES (+1, to tell) are ever read."""
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        with path.open("rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+        if len(raw) > MAX_BYTES:
+            raise UnsafeYaml(f"larger than {MAX_BYTES // 1024} KiB; a recipe is a few KiB")
+        data = load_yaml(raw.decode("utf-8")) or {}
+    except UnsafeYaml as exc:
+        raise ConfigError(f"{path}: refused: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):

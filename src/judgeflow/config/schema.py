@@ -39,7 +39,8 @@ class SecretParameterWarning(UserWarning):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # allow_inf_nan: every number a recipe sets is finite (one rule for every numeric key)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class ModelConfig(_Section):
