@@ -1,20 +1,16 @@
 """`judgeflow judge`'s reading, resuming and writing, with replies scripted through the
-`Generator` interface; the CLI on the real tiny model, killed halfway, is at the end."""
+`Generator` interface; the CLI on the real tiny model, interrupted and resumed, is in
+test_claim.py."""
 
 from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from waits import HANG_GUARD_S
 
 from judgeflow.data.errors import DataError, DataValidationError
 from judgeflow.inference.batch import judge_file, read_judge_rows
@@ -136,46 +132,6 @@ def test_a_stopped_run_resumes_without_judging_a_recorded_row_again(tmp_path: Pa
     data.write_text(data.read_text() + json.dumps({"query": "q", "response": "new"}) + "\n")
     with pytest.raises(DataError, match="unfinished judging of other data"):
         judge_file(Replies(), "pointwise", data, out, **args)
-
-
-@pytest.mark.slow
-def test_judgeflow_judge_killed_halfway_resumes(tiny_model: Path, tmp_path: Path) -> None:
-    data = _jsonl(
-        tmp_path / "rows.jsonl", [{"query": f"q{i}", "response": "r"} for i in range(400)]
-    )
-    out = tmp_path / "verdicts.jsonl"
-    progress = tmp_path / "verdicts.jsonl.judging.jsonl"
-    command = [str(Path(sys.executable).parent / "judgeflow"), "judge", str(tiny_model),
-               "--mode", "pointwise", "--data", str(data), "--output", str(out),
-               "--set", "evaluation.batch_size=2", "--set", "evaluation.max_new_tokens=16"]  # fmt: skip
-    env = {**os.environ, "JUDGEFLOW_HOME": str(tmp_path / "home")}
-    env.pop("MLFLOW_TRACKING_URI", None)
-    first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + HANG_GUARD_S
-    while not (progress.exists() and progress.read_text().count("\n") >= 3):  # header + 2 batches
-        assert first.poll() is None and time.monotonic() < deadline, "no batch recorded"
-        time.sleep(0.01)
-    first.send_signal(signal.SIGSTOP)  # stop it where it is, then kill it: no clean-up runs
-    first.kill()
-    first.wait()
-    text = progress.read_text()
-    recorded = text[: text.rfind("\n") + 1].count("\n") - 1  # a torn last line is no verdict
-    assert not out.exists() and 2 <= recorded < 400
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert f"judged    : 400 rows of {data} ({recorded} judged before, resumed)" in done.stdout
-    ids = [json.loads(line)["id"] for line in out.read_text().splitlines()]
-    assert ids == [str(i) for i in range(400)] and not progress.exists()
-    # both runs are in MLflow; the one that finished has the summary
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(f"sqlite:///{tmp_path / 'home' / 'mlflow.db'}")
-    [experiment] = [e for e in client.search_experiments() if e.name == "judgeflow-judge"]
-    finished = [
-        r for r in client.search_runs([experiment.experiment_id]) if r.info.status == "FINISHED"
-    ]
-    assert len(finished) == 1 and finished[0].data.metrics["judge/n"] == 400
-    assert finished[0].data.tags["judgeflow.judge_output"] == str(out)
 
 
 class GroupReplies:

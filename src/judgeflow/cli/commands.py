@@ -7,6 +7,7 @@ pipeline the `--set` of its config key (`--set data.skip_invalid=true`), not Pyt
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from enum import StrEnum
@@ -461,43 +462,28 @@ def judge_cmd(
 
     A killed run resumes where it stopped when run again with the same arguments. With
     `--set cluster.backend=slurm` it runs as a Slurm job (then DATA and OUTPUT must be on a
-    shared filesystem or S3); each run is recorded in MLflow (experiment `judgeflow-judge`)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
+    shared filesystem or S3); each run is recorded in MLflow (experiment `judgeflow-judge`).
+    One judging per output at a time: a second is refused, naming the first."""
     from judgeflow.cluster import JobFailed
     from judgeflow.config.secrets import keep_url_credentials
+    from judgeflow.inference.claim import check_output, claim_output
     from judgeflow.registry import resolve_config
-    from judgeflow.stages.judge import judge_stage, record_judging, start_judging_run
+    from judgeflow.stages.judge import record_judging, start_judging_run
 
     data = keep_url_credentials(data)
     out = _wide_console()
     try:
+        check_output(output)  # a location it cannot write fails now, not after every row
         cfg, model_uri, version = resolve_config(
             model, mode=mode.value if mode else None, recipe=None, profile=None,
             overrides=set_ or [], tracking_uri=None,
         )  # fmt: skip
-        tracker = start_judging_run(cfg, model, version, data)
-        with Progress(
-            "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), console=out, disable=not out.is_terminal,
-        ) as bar:  # fmt: skip
-            task = bar.add_task("judging", total=None)
-
-            def progress(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total or None)
-
-            ref = version or model_uri
-            try:
-                if cfg.cluster.backend == "slurm":
-                    summary = _judge_on_slurm(cfg, model_uri, data, output, tracker.run_id, ref, skip_invalid, progress)  # fmt: skip
-                else:
-                    summary = judge_stage(
-                        cfg, model_uri, data, output, model_ref=ref, skip_invalid=skip_invalid,
-                        progress=progress,
-                    )  # fmt: skip
-            except BaseException:
-                tracker.finish("FAILED")
-                raise
+        # One judging per output: here, before the MLflow run; on Slurm the job claims it.
+        local = cfg.cluster.backend != "slurm"
+        claim = claim_output(output) if local else contextlib.nullcontext()
+        with claim:
+            tracker = start_judging_run(cfg, model, version, data)
+            summary = _judge_with_bar(cfg, model_uri, data, output, tracker, version, skip_invalid, out)  # fmt: skip
         record_judging(tracker, summary)
         tracker.finish()
     except JobFailed as exc:
@@ -507,6 +493,37 @@ def judge_cmd(
             exc, lambda option, value: "--skip-invalid" if option == "skip_invalid" else None
         ) from None
     _print_judging(version or model, model_uri, data, summary, tracker.run_id)
+
+
+def _judge_with_bar(
+    cfg: Any, model_uri: str, data: str, output: str, tracker: Any, version: str | None,
+    skip_invalid: bool, out: Console,
+) -> dict[str, Any]:  # fmt: skip
+    """Judge here or as a Slurm job, with a progress bar; the MLflow run fails with it."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from judgeflow.stages.judge import judge_stage
+
+    with Progress(
+            "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), console=out, disable=not out.is_terminal,
+        ) as bar:  # fmt: skip
+        task = bar.add_task("judging", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total or None)
+
+        ref = version or model_uri
+        try:
+            if cfg.cluster.backend == "slurm":
+                return _judge_on_slurm(cfg, model_uri, data, output, tracker.run_id, ref, skip_invalid, progress)  # fmt: skip
+            return judge_stage(
+                    cfg, model_uri, data, output, model_ref=ref, skip_invalid=skip_invalid,
+                    progress=progress,
+                )  # fmt: skip
+        except BaseException:
+            tracker.finish("FAILED")
+            raise
 
 
 def _judge_on_slurm(

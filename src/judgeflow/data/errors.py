@@ -122,7 +122,8 @@ class OutputWriteError(DataError, OSError):
     should be, …). Also an `OSError` with the original `errno`. Nothing was published at `path`
     and no temporary file is left."""
 
-    def __init__(self, path: str, cause: OSError) -> None:
+    def __init__(self, path: str, cause: OSError, *, kept: str | None = None) -> None:
+        """`kept`: where the work behind the output waits for a rerun, if anywhere."""
         self.path = path
         reason = cause.strerror or str(cause)
         where = f" ({cause.filename})" if cause.filename and str(cause.filename) != path else ""
@@ -132,6 +133,8 @@ class OutputWriteError(DataError, OSError):
             remedy = "make it writable or choose another output location"
         else:
             remedy = "choose another output location"
+        if kept:
+            remedy = f"fix the location and run the same command again: {kept}"
         super().__init__(
             f"{path}: cannot write the output: {reason}{where}. Nothing was written there; "
             + remedy

@@ -21,11 +21,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from judgeflow.data.errors import DataError, DataValidationError, RowIssue
+from judgeflow.data.errors import DataError, DataValidationError, OutputWriteError, RowIssue
 from judgeflow.data.grrm_template import MAX_CANDIDATES, MIN_CANDIDATES, language_name
-from judgeflow.data.io import atomic_write_bytes, is_url, parquet_bytes, sha256_file
+from judgeflow.data.io import atomic_write_bytes, parquet_bytes, sha256_file
 from judgeflow.data.readers import iter_records
 from judgeflow.engines.generate import Generator
+from judgeflow.inference.claim import claim_output, progress_path
 from judgeflow.inference.verdicts import INPUT_COLUMNS, judge
 from judgeflow.modes import Mode
 
@@ -215,16 +216,6 @@ def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def _progress_path(output: str) -> Path:
-    """Beside a local output; under JUDGEFLOW_HOME for a remote one."""
-    if not is_url(output):
-        return Path(output).with_name(Path(output).name + ".judging.jsonl")
-    from judgeflow.config import judgeflow_home
-
-    digest = hashlib.sha256(output.encode()).hexdigest()[:16]
-    return judgeflow_home() / "judging" / f"{digest}.jsonl"
-
-
 def _recorded(progress: Path, fingerprint: str) -> dict[str, dict[str, Any]]:
     """The verdicts a killed run recorded; a torn last line (killed mid-write) is dropped."""
     if not progress.exists():
@@ -258,12 +249,45 @@ def judge_file(
 ) -> JudgingSummary:
     """Judge every row of `data` into `output` (.parquet, else JSON lines), resuming the
     progress file a killed run left for the same data, model and settings."""
-    rows, dropped = read_judge_rows(data, mode, skip_invalid=skip_invalid)
-    about = [os.fspath(data), sha256_file(data), model, mode, str(max_new_tokens)]
-    fingerprint = hashlib.sha256("\0".join(about).encode()).hexdigest()
-    progress = _progress_path(output)
-    done = _recorded(progress, fingerprint)
-    resumed = len(done)
+    with claim_output(output):
+        rows, dropped = read_judge_rows(data, mode, skip_invalid=skip_invalid)
+        about = [os.fspath(data), sha256_file(data), model, mode, str(max_new_tokens)]
+        fingerprint = hashlib.sha256("\0".join(about).encode()).hexdigest()
+        progress = progress_path(output)
+        done = _recorded(progress, fingerprint)
+        resumed = len(done)
+        try:
+            _judge_rows(generator, mode, rows, done, progress, fingerprint,
+                        max_new_tokens=max_new_tokens, batch_size=batch_size,
+                        on_progress=on_progress)  # fmt: skip
+        except BaseException:
+            if not done:  # nothing was judged: leave nothing behind
+                progress.unlink(missing_ok=True)
+            raise  # verdicts recorded: kept, and the rerun resumes from them
+        ordered = [done[row["id"]] for row in rows]
+        try:
+            _write(ordered, output)
+        except OSError as exc:
+            kept = f"it resumes from the {len(done)} verdicts kept in {progress}"
+            raise OutputWriteError(output, exc, kept=kept) from None
+        progress.unlink()
+    return _summary(mode, output, ordered, resumed, dropped)
+
+
+def _judge_rows(
+    generator: Generator,
+    mode: Mode,
+    rows: Sequence[dict[str, Any]],
+    done: dict[str, dict[str, Any]],
+    progress: Path,
+    fingerprint: str,
+    *,
+    max_new_tokens: int,
+    batch_size: int,
+    on_progress: Callable[[int, int], None] | None,
+) -> None:
+    """Judge the rows not in `done`, a batch at a time, each batch's verdicts appended to the
+    progress file (and synced) before the next starts; `done` grows with them."""
     todo = [row for row in rows if row["id"] not in done]
     progress.parent.mkdir(parents=True, exist_ok=True)
     with progress.open("a", encoding="utf-8") as log:
@@ -281,10 +305,6 @@ def judge_file(
             done.update((line["id"], line) for line in lines)
             if on_progress:
                 on_progress(len(done), len(rows))
-    ordered = [done[row["id"]] for row in rows]
-    _write(ordered, output)
-    progress.unlink()
-    return _summary(mode, output, ordered, resumed, dropped)
 
 
 def _write(verdicts: Sequence[Mapping[str, Any]], output: str) -> None:

@@ -14,6 +14,7 @@ from typing import Any, cast
 from judgeflow.config import ConfigError, RunConfig
 from judgeflow.engines.verl_eval import evaluation_gpus
 from judgeflow.inference.batch import judge_file, summary_metrics
+from judgeflow.inference.claim import claim_output
 from judgeflow.inference.pyfunc import local_weights
 from judgeflow.inference.verdicts import INPUT_COLUMNS
 from judgeflow.modes import Mode
@@ -69,26 +70,27 @@ def judge_stage(
         from judgeflow.storage import resolve_uri
 
         data = resolve_uri(data)
-    weights = local_weights(model_uri, cfg.storage.root)
-    generator: Generator
-    if judges_with_verl(cfg):
-        from judgeflow.engines.verl_eval import verl_judging_generator
+    with claim_output(output):  # a bad location or a running judging: refused before loading
+        weights = local_weights(model_uri, cfg.storage.root)
+        generator: Generator
+        if judges_with_verl(cfg):
+            from judgeflow.engines.verl_eval import verl_judging_generator
 
-        scratch = workdir or os.environ.get("JUDGEFLOW_STAGE_DIR") or tempfile.mkdtemp()
-        generator = verl_judging_generator(cfg, weights, scratch)
-    else:
-        generator = HFGenerator(weights, batch_size=cfg.evaluation.batch_size)
-    summary = judge_file(
-        generator,
-        cast(Mode, cfg.mode),
-        data,
-        output,
-        model=model_ref,
-        max_new_tokens=cfg.evaluation.max_new_tokens,
-        batch_size=judging_batch(cfg),
-        skip_invalid=skip_invalid,
-        on_progress=progress,
-    )
+            scratch = workdir or os.environ.get("JUDGEFLOW_STAGE_DIR") or tempfile.mkdtemp()
+            generator = verl_judging_generator(cfg, weights, scratch)
+        else:
+            generator = HFGenerator(weights, batch_size=cfg.evaluation.batch_size)
+        summary = judge_file(
+            generator,
+            cast(Mode, cfg.mode),
+            data,
+            output,
+            model=model_ref,
+            max_new_tokens=cfg.evaluation.max_new_tokens,
+            batch_size=judging_batch(cfg),
+            skip_invalid=skip_invalid,
+            on_progress=progress,
+        )
     return summary.to_dict()
 
 

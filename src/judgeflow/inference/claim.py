@@ -1,0 +1,155 @@
+"""One judging per output, and an output that can be written, known before a model is loaded.
+
+`judgeflow judge` spends minutes to hours judging before it writes its output: a location it
+cannot write must fail first, not last, and two runs on one output must not append to one
+progress file side by side. `claim_output` checks the location, then holds an exclusive
+`flock` on a lock file beside the progress file (`<output>.judging.lock`) for as long as the
+judging runs. The kernel releases a flock when its process dies, however it dies, so a lock
+file left by a killed run is taken over by the next one; the file itself is removed on every
+exit path this process sees. A claim is re-entrant within a process: the command line claims
+before it starts its MLflow run, and the stage it runs claims again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from judgeflow.data.errors import DataError, OutputWriteError
+from judgeflow.data.io import is_url
+
+__all__ = ["OutputBusy", "check_output", "claim_output", "lock_path", "progress_path"]
+
+
+class OutputBusy(DataError):
+    """Another judging holds this output; the message names it (pid, host, start, command)."""
+
+
+def progress_path(output: str) -> Path:
+    """Where verdicts are recorded as they come: beside a local output; under
+    JUDGEFLOW_HOME for a remote one."""
+    if not is_url(output):
+        return Path(output).with_name(Path(output).name + ".judging.jsonl")
+    from judgeflow.config import judgeflow_home
+
+    digest = hashlib.sha256(output.encode()).hexdigest()[:16]
+    return judgeflow_home() / "judging" / f"{digest}.jsonl"
+
+
+def lock_path(output: str) -> Path:
+    """The lock file of an output: beside its progress file."""
+    progress = progress_path(output)
+    return progress.with_name(progress.name.removesuffix(".jsonl") + ".lock")
+
+
+def check_output(output: str) -> None:
+    """Refuse, before any work, an output that cannot be written: a directory, a missing or
+    unwritable parent folder, a file that is not writable. A URL (S3) is checked when written."""
+    if is_url(output):
+        return
+    path = Path(output)
+    if path.is_dir():
+        raise OutputWriteError(output, IsADirectoryError(errno.EISDIR, "is a directory"))
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise OutputWriteError(
+            output, FileNotFoundError(errno.ENOENT, "its folder does not exist", str(parent))
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputWriteError(
+            output, PermissionError(errno.EACCES, "its folder is not writable", str(parent))
+        )
+    if path.exists() and not os.access(path, os.W_OK):
+        raise OutputWriteError(output, PermissionError(errno.EACCES, "it is not writable"))
+
+
+_held: dict[Path, int] = {}  # lock file -> how many claims of this process hold it
+_held_guard = threading.Lock()
+
+
+@contextlib.contextmanager
+def claim_output(output: str) -> Iterator[Path]:
+    """Check `output` (`check_output`) and hold its lock until the block ends; another holder
+    raises `OutputBusy` at once. Yields the lock file's path."""
+    check_output(output)
+    lock = lock_path(output).absolute()
+    with _held_guard:
+        if lock in _held:
+            _held[lock] += 1
+            fd = None
+        else:
+            fd = _acquire(lock, output)
+            _held[lock] = 1
+    try:
+        yield lock
+    finally:
+        with _held_guard:
+            _held[lock] -= 1
+            if _held[lock] == 0:
+                del _held[lock]
+                if fd is not None:
+                    with contextlib.suppress(FileNotFoundError):
+                        lock.unlink()  # before the unlock: a waiting opener sees a new file
+                    os.close(fd)
+
+
+def _acquire(lock: Path, output: str) -> int:
+    """An exclusive flock on `lock`, created if needed; a file whose flock no live process
+    holds (its holder died) is simply taken over."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise OutputBusy(
+                f"{output}: another judging is writing to it ({holder}); wait for it to end, "
+                f"or write to another --output. Its lock: {lock}"
+            ) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        # The holder before us may have removed the file between our open and our flock: a
+        # lock on a removed file guards nothing, so open the path again.
+        try:
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    about = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "command": " ".join(Path(sys.argv[0]).name.split() + sys.argv[1:])[:300],
+    }
+    os.ftruncate(fd, 0)
+    os.write(fd, json.dumps(about).encode())
+    return fd
+
+
+def _holder(fd: int) -> str:
+    """Who holds a lock, from what it wrote in the file."""
+    try:
+        about = json.loads(os.pread(fd, 4096, 0) or b"{}")
+    except (OSError, ValueError):
+        about = {}
+    if not about:
+        return "a process that has not said who it is yet"
+    return (
+        f"pid {about.get('pid')} on {about.get('host')}, started {about.get('started')}: "
+        f"{about.get('command')}"
+    )
