@@ -10,7 +10,6 @@ import pytest
 from typer.testing import CliRunner
 
 from judgeflow.cli.commands import app
-from judgeflow.inference.batch import read_judge_rows
 from judgeflow.samples import sample_path
 
 runner = CliRunner()
@@ -126,7 +125,17 @@ def test_judge_reads_a_shipped_sample(tmp_path: Path, tiny_model: Path) -> None:
          "--output", str(out), "--set", "evaluation.max_new_tokens=2"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "of sample://rewardbench2.jsonl" in result.output
-    rows, _ = read_judge_rows(sample_path("rewardbench2.jsonl"), "pointwise")
+    # Every response of every record, counted from the file itself, not by the reader under test:
+    # a RewardBench2 record is judged once per response, as `{id}/chosen/{i}`, `{id}/rejected/{i}`.
+    lines = sample_path("rewardbench2.jsonl").read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines if line.strip()]
+    expected = [
+        f"{record['id']}/{side}/{i}"
+        for record in records
+        for side in ("chosen", "rejected")
+        for i in range(len(record[side]))
+    ]
+    assert len(records) > 1 and len(expected) > len(records)  # records of several responses
+    assert f"judged    : {len(expected)} rows of sample://rewardbench2.jsonl" in result.output
     ids = [json.loads(line)["id"] for line in out.read_text().splitlines()]
-    assert ids == [r["id"] for r in rows] and ids  # a verdict for every row of the sample
+    assert ids == expected  # a verdict for every response of every record, in the file's order

@@ -1,15 +1,22 @@
-"""LLaMA-Factory SFT engine: generated files (golden YAML) and a real CPU SFT of the tiny model.
+"""LLaMA-Factory SFT engine: generated files (golden YAML), the GPU YAML through LLaMA-Factory's
+own argument checks, the ZeRO-3 JSON against LLaMA-Factory's own, and a real CPU SFT.
 
-Regenerate the golden file after an intended change:
+Regenerate the golden YAML after an intended change:
     JUDGEFLOW_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/engines/test_llamafactory_engine.py
+The DeepSpeed golden (`ds_z3_config.json`) is never regenerated: it is LLaMA-Factory's file.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import math
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,16 +27,29 @@ from judgeflow.data import prepare_grrm_sft
 from judgeflow.engines.llamafactory import (
     SftParams,
     map_trainer_log,
+    params_from,
     run_sft,
     torchrun_env,
     train_command,
     write_dataset_info,
     write_train_yaml,
-    zero3_config,
 )
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "llamafactory" / "grrm-sft.yaml"
 UPDATE_GOLDEN = os.environ.get("JUDGEFLOW_UPDATE_GOLDEN") == "1"
+#: LLaMA-Factory's own ZeRO-3 config: examples/deepspeed/ds_z3_config.json at tag v0.9.5 (the
+#: pinned version; commit 7af909522a951e3ad9f022ea6f88b6755257eaa5), copied byte for byte. The
+#: installed 0.9.5 wheel has no examples/; its LlamaBoard writes the same settings (tested).
+DS_GOLDEN = GOLDEN.parent / "ds_z3_config.json"
+#: That file's git blob id in LLaMA-Factory's repository: the golden cannot drift towards ours.
+DS_GOLDEN_BLOB = "46584a769c753b4f2fd41347f0a4266127481510"
+#: Where judgeflow's ZeRO-3 JSON deliberately differs from LLaMA-Factory's: nowhere.
+DS_DELIBERATE_DIFFERENCES: dict[str, Any] = {}
+
+
+def canonical(value: object) -> str:
+    """JSON with sorted keys: equal only when keys, values and types are (`true` is not `1`)."""
+    return json.dumps(value, sort_keys=True)
 
 
 def grrm_preset(**overrides: object) -> SftParams:
@@ -102,14 +122,33 @@ def test_train_yaml_has_the_design_preset(tmp_path: Path) -> None:
     assert "max_steps" not in cfg
 
 
-def test_zero3_sentinel_writes_the_deepspeed_json(tmp_path: Path) -> None:
+def test_ds_golden_is_llamafactorys_file() -> None:
+    data = DS_GOLDEN.read_bytes()
+    blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # git's blob id
+    assert blob == DS_GOLDEN_BLOB, f"{DS_GOLDEN} is no longer LLaMA-Factory v0.9.5's file"
+
+
+def test_ds_golden_is_what_the_installed_llamafactory_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pinned LLaMA-Factory still uses these settings: its LlamaBoard's own
+    `create_ds_config` writes the same ZeRO-3 file (an upgrade that changes them fails here)."""
+    from llamafactory.webui import common
+
+    monkeypatch.setattr(common, "DEFAULT_CACHE_DIR", str(tmp_path))
+    common.create_ds_config()
+    written = json.loads((tmp_path / "ds_z3_config.json").read_text())
+    assert canonical(written) == canonical(json.loads(DS_GOLDEN.read_text()))
+
+
+def test_zero3_sentinel_writes_llamafactorys_zero3_json(tmp_path: Path) -> None:
+    """The "zero3" sentinel writes LLaMA-Factory's own ZeRO-3 config beside the YAML: the
+    golden, changed only by the deliberate differences above (none)."""
     path = write_train_yaml(grrm_preset(deepspeed="zero3"), "/d", "n", tmp_path / "cfg.yaml")
     ds = tmp_path / "ds_z3_config.json"
     assert yaml.safe_load(path.read_text())["deepspeed"] == str(ds)
-    config = json.loads(ds.read_text())
-    assert config == zero3_config()
-    assert config["zero_optimization"]["stage"] == 3
-    assert config["zero_optimization"]["stage3_gather_16bit_weights_on_model_save"] is True
+    expected = json.loads(DS_GOLDEN.read_text()) | DS_DELIBERATE_DIFFERENCES
+    assert canonical(json.loads(ds.read_text())) == canonical(expected)
 
 
 def test_cpu_defaults_switch_bf16_off(tmp_path: Path) -> None:
@@ -226,3 +265,171 @@ def test_the_grrm_recipe_maps_onto_the_golden_file(tmp_path: Path) -> None:
         params, "/shared/judgeflow/data", "grrm_sft", tmp_path / "grrm-sft.yaml"
     )
     assert path.read_text() == GOLDEN.read_text()
+
+
+# --------------------------------------------------------------------------- LLaMA-Factory's checks
+
+
+@dataclasses.dataclass
+class LfArgs:
+    """What LLaMA-Factory made of a YAML, and the `deepspeed` value it was not given."""
+
+    model: Any
+    data: Any
+    training: Any
+    finetuning: Any
+    datasets: list[Any]
+    deepspeed: str | None
+
+
+@pytest.fixture
+def llamafactory_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """LLaMA-Factory's parsing as `llamafactory-cli train` runs it, on this CPU machine, without
+    leaving its process-wide traces (ACCELERATE_* variables, accelerate's state, a DeepSpeed
+    config that would turn ZeRO-3 on in `from_pretrained`) to the tests after it."""
+    from accelerate.state import PartialState
+    from transformers.integrations.deepspeed import unset_hf_deepspeed_config
+
+    environ = dict(os.environ)
+    partial_state = dict(PartialState._shared_state)
+    monkeypatch.delenv("ALLOW_EXTRA_ARGS", raising=False)  # unknown keys must fail, as in a job
+    monkeypatch.setenv("LLAMAFACTORY_VERBOSITY", "WARN")  # keep transformers' logging as it is
+    # The one GPU-only check: "is there an Ampere+ GPU for bf16". bf16's type, the bf16/fp16
+    # exclusion and the compute dtype LLaMA-Factory derives from it are still checked.
+    monkeypatch.setattr("transformers.training_args.is_torch_bf16_gpu_available", lambda: True)
+    yield
+    unset_hf_deepspeed_config()
+    PartialState._shared_state.clear()
+    PartialState._shared_state.update(partial_state)
+    os.environ.clear()
+    os.environ.update(environ)
+
+
+def llamafactory_train_args(yaml_path: Path, monkeypatch: pytest.MonkeyPatch) -> LfArgs:
+    """`yaml_path` through LLaMA-Factory 0.9.5's own code, as `llamafactory-cli train` (and its
+    torchrun workers) run it: `read_args` loads the YAML named on the command line (OmegaConf);
+    `get_train_args` parses it with HfArgumentParser into LLaMA-Factory's ModelArguments,
+    DataArguments, TrainingArguments (transformers' Seq2SeqTrainingArguments), FinetuningArguments
+    and GeneratingArguments, refusing unknown keys, runs their `__post_init__` checks, then its
+    own (`_verify_model_args`, `_check_extra_dependencies`, the stage/precision/output checks).
+    Then what it does with `dataset` and `template` before loading data: `get_dataset_list`
+    reads `dataset_info.json`, and the template must be one it registers.
+
+    Not checked here (needs `llamafactory_env`):
+    - the bf16 hardware probe (see `llamafactory_env`);
+    - `deepspeed`: taken out of the arguments and returned. With it, TrainingArguments builds
+      transformers' HfTrainerDeepSpeedConfig, and `get_train_args` wants the deepspeed package
+      and a torchrun process (FORCE_TORCHRUN) - none of them here. Callers check that the value
+      names our ZeRO-3 JSON; `test_deepspeed_accepts_the_zero3_json` parses with it where
+      deepspeed is installed. ZeRO-3-only refusals (predict_with_generate, pure_bf16, pissa_init,
+      unsloth, KTransformers with ZeRO-3) thus see ZeRO-3 off; our YAML sets none of those;
+    - get_train_args' launch checks, which need a distributed (torchrun) process;
+    - whatever needs the model, the tokenizer or the data (FlashAttention 2, the parquet).
+    """
+    from llamafactory.data.parser import get_dataset_list
+    from llamafactory.data.template import TEMPLATES
+    from llamafactory.hparams.parser import get_train_args, read_args
+
+    monkeypatch.setattr(sys, "argv", ["llamafactory-cli", str(yaml_path)])
+    args = read_args()
+    assert isinstance(args, dict)
+    deepspeed = args.pop("deepspeed", None)
+    model, data, training, finetuning, _ = get_train_args(args)
+    datasets = get_dataset_list(data.dataset, data.dataset_dir)
+    if data.template not in TEMPLATES:  # get_template_and_fix_tokenizer's check
+        raise ValueError(f"Template {data.template} does not exist.")
+    return LfArgs(model, data, training, finetuning, datasets, deepspeed)
+
+
+def grrm_gpu_yaml(tmp_path: Path) -> Path:
+    """The files `run_sft` writes on a GPU node for the grrm-full recipe: `sft.bf16` resolves to
+    true there, `sft.deepspeed` is the default "zero3" (the JSON is written beside the YAML)."""
+    from judgeflow.config import load_config
+
+    cfg = load_config("grrm-full", overrides=["model.path=Qwen/Qwen2.5-7B", "sft.bf16=true"])
+    assert cfg.sft.deepspeed == "zero3"
+    params = params_from(cfg, tmp_path / "sft")
+    work = tmp_path / "sft" / "judgeflow"
+    write_dataset_info(work, "judgeflow_sft", tmp_path / "sft.parquet")
+    return write_train_yaml(params, work, "judgeflow_sft", work / "sft.yaml")
+
+
+@pytest.mark.usefixtures("llamafactory_env")
+def test_gpu_yaml_passes_llamafactorys_own_checks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+    from llamafactory.hparams import TrainingArguments
+
+    yaml_path = grrm_gpu_yaml(tmp_path)
+    lf = llamafactory_train_args(yaml_path, monkeypatch)
+
+    # LLaMA-Factory read the values as judgeflow meant them (types included).
+    assert (lf.finetuning.stage, lf.finetuning.finetuning_type) == ("sft", "full")
+    assert lf.training.do_train and lf.training.bf16 and not lf.training.fp16
+    assert lf.model.compute_dtype == torch.bfloat16 and lf.model.flash_attn == "fa2"
+    assert lf.training.learning_rate == 6e-6 and lf.training.num_train_epochs == 3.0
+    assert lf.training.per_device_train_batch_size == 4 and lf.training.report_to == []
+    assert (lf.data.cutoff_len, lf.data.template, lf.data.dataset) == (
+        12000, "chatml", ["judgeflow_sft"],
+    )  # fmt: skip
+    [dataset] = lf.datasets
+    assert (dataset.load_from, dataset.formatting, dataset.messages) == (
+        "file", "sharegpt", "messages",
+    )  # fmt: skip
+    assert dataset.dataset_name == str(tmp_path / "sft.parquet")
+    # The key kept from LLaMA-Factory: TrainingArguments' own, naming the JSON written beside.
+    assert "deepspeed" in {f.name for f in dataclasses.fields(TrainingArguments)}
+    assert lf.deepspeed == str(yaml_path.parent / "ds_z3_config.json")
+    written = json.loads(Path(lf.deepspeed).read_text())
+    assert canonical(written) == canonical(json.loads(DS_GOLDEN.read_text()))
+
+
+@pytest.mark.usefixtures("llamafactory_env")
+@pytest.mark.parametrize(
+    ("good", "bad", "error"),
+    [
+        ("learning_rate:", "learnig_rate:", "not used by the HfArgumentParser"),  # transformers'
+        ("cutoff_len:", "cuttoff_len:", "not used by the HfArgumentParser"),  # LLaMA-Factory's
+        ("deepspeed:", "deep_speed:", "not used by the HfArgumentParser"),  # the one left out
+        ("finetuning_type: full", "finetuning_type: ful", "Invalid fine-tuning method"),
+        ("template: chatml", "template: chat_ml", "Template chat_ml does not exist"),
+    ],
+)
+def test_llamafactorys_checks_refuse_a_misspelt_yaml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, good: str, bad: str, error: str
+) -> None:
+    """The check above can fail: one misspelling in the generated YAML and LLaMA-Factory refuses
+    it, as `llamafactory-cli train` would at the start of a GPU job."""
+    yaml_path = grrm_gpu_yaml(tmp_path)
+    text = yaml_path.read_text()
+    assert text.count(f"\n{good}") == 1
+    yaml_path.write_text(text.replace(f"\n{good}", f"\n{bad}"))
+    with pytest.raises((ValueError, AssertionError), match=error):
+        llamafactory_train_args(yaml_path, monkeypatch)
+
+
+@pytest.mark.usefixtures("llamafactory_env")
+def test_deepspeed_accepts_the_zero3_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where deepspeed is installed (it is not in the pins): the GPU YAML with its `deepspeed`
+    key through LLaMA-Factory's `_parse_train_args` (TrainingArguments builds transformers'
+    HfTrainerDeepSpeedConfig and fills the "auto" values from the arguments, recording any
+    mismatch), the model-size values filled as the Trainer does for Qwen2.5-7B (hidden size
+    3584), then DeepSpeed's own `DeepSpeedConfig` on the result."""
+    pytest.importorskip("deepspeed", reason="deepspeed is not installed (not in the pins)")
+    import types
+
+    from deepspeed.runtime.config import DeepSpeedConfig
+    from llamafactory.hparams.parser import _parse_train_args, read_args
+
+    monkeypatch.setattr(sys, "argv", ["llamafactory-cli", str(grrm_gpu_yaml(tmp_path))])
+    args = read_args()
+    assert isinstance(args, dict)
+    _, _, training, _, _ = _parse_train_args(args)
+    hf_ds = training.hf_deepspeed_config
+    assert hf_ds.mismatches == [] and hf_ds.is_zero3()
+    qwen = types.SimpleNamespace(config=types.SimpleNamespace(hidden_size=3584))
+    hf_ds.trainer_config_finalize(training, qwen, num_training_steps=100)
+    ds = DeepSpeedConfig(hf_ds.config)
+    assert ds.zero_optimization_stage == 3 and ds.bfloat16_config.enabled
+    assert ds.zero_config.gather_16bit_weights_on_model_save and ds.train_batch_size == 4

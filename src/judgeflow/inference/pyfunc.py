@@ -22,6 +22,7 @@ from mlflow.types import ColSpec, DataType, ParamSchema, ParamSpec, Schema
 from mlflow.types.schema import Array, TensorSpec
 
 from judgeflow.data.io import is_url
+from judgeflow.engines.generate import Generator
 from judgeflow.inference.verdicts import INPUT_COLUMNS, judge
 
 __all__ = ["JudgeModel", "local_weights", "save_judge_model", "signature"]
@@ -100,6 +101,11 @@ class JudgeModel(PythonModel):
     #: The signature validates the input; MLflow's type-hint validation (which would warn at
     #: every import that `predict` has no hints) is skipped, as for MLflow's own ChatModel.
     _skip_type_hint_validation = True
+
+    #: Where the replies come from: `load_context` makes an `HFGenerator` over the weights (which
+    #: load on the first `predict`). Any `Generator` may stand in, e.g. on the instance that
+    #: `mlflow.pyfunc.load_model(uri).unwrap_python_model()` returns (tests give known replies).
+    generator: Generator
 
     def load_context(self, context: Any) -> None:
         from judgeflow.engines.generate import HFGenerator
