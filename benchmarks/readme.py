@@ -237,6 +237,24 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
 
+def demo_machine(source: Path) -> str:
+    """The CPU the demo's tables were made on, and its cores: 'AMD EPYC, 2 cores'."""
+    machine = _json(source)["machine"]
+    return f"{machine['cpu']}, {machine['cores']} cores"
+
+
+def gpu_check_run(source: Path) -> str:
+    """When and on what the GPU check ran: '2026-11-26, one NVIDIA H100 80GB HBM3'."""
+    results = _json(source)
+    gpus = results["machine"]["gpus"]
+    return f"{results['date'][:10]}, {'one' if gpus == 1 else gpus} {results['machine']['gpu']}"
+
+
+def gpu_check_torch(source: Path) -> str:
+    """The torch build the GPU check ran with: 'torch 2.11.0+cu130'."""
+    return f"torch {_json(source)['packages']['torch']}"
+
+
 REGIONS: dict[str, Region] = {
     "benchmarks": Region("benchmarks/results.json", benchmarks_table),
     "quickstart-pointwise": Region("benchmarks/results/demo-pointwise.txt", fenced),
@@ -259,6 +277,9 @@ REGIONS: dict[str, Region] = {
         "benchmarks/results/demo-tables.json",
         lambda source: _minutes(_json(source)["seconds"]["pairwise"]),
     ),
+    "demo-machine": Region("benchmarks/results/demo-tables.json", demo_machine),
+    "gpu-check-run": Region("benchmarks/results/gpu-check.json", gpu_check_run),
+    "gpu-check-torch": Region("benchmarks/results/gpu-check.json", gpu_check_torch),
 }
 
 

@@ -114,7 +114,8 @@ def describe(results: Mapping[str, Any]) -> str:
     elif len(modified) > 4:
         text += f" with {len(modified)} modified files (listed in the file)"
     elif modified:
-        text += f" with {len(modified)} modified files ({', '.join(f'`{m}`' for m in modified)})"
+        files = "a modified file" if len(modified) == 1 else f"{len(modified)} modified files"
+        text += f" with {files} ({', '.join(f'`{m}`' for m in modified)})"
     if results.get("reconstructed"):
         text += "; " + ", ".join(sorted(results["reconstructed"])) + " reconstructed after the run"
     return text

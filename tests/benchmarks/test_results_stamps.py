@@ -99,7 +99,7 @@ def test_describe_says_when_the_tree_was_modified_or_unknown() -> None:
     base = {"date": "2026-11-27T00:00:00+00:00", "git": {"commit": "a" * 40, "modified": []}}
     assert stamp.describe(base) == "2026-11-27, commit `aaaaaaaaaa`"
     base["git"]["modified"] = ["README.md"]
-    assert "1 modified files (`README.md`)" in stamp.describe(base)
+    assert "with a modified file (`README.md`)" in stamp.describe(base)
     base["git"]["modified"] = None
     base["reconstructed"] = {"git": "not recorded"}
     text = stamp.describe(base)
