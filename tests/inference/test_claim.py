@@ -48,21 +48,39 @@ def _left(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name != "rows.jsonl")
 
 
-@pytest.mark.parametrize("where", ["a directory", "a missing folder"])
+@pytest.mark.parametrize(
+    ("where", "says"),
+    [
+        ("a directory", "is a directory"),
+        ("a missing folder", "its folder does not exist"),
+        ("a device", "is not a regular file"),
+        ("the data itself", "is the data being judged"),
+        ("a link to the data", "is the data being judged"),
+    ],
+)
 def test_an_output_that_cannot_be_written_fails_before_any_judging(
-    tmp_path: Path, where: str
+    tmp_path: Path, where: str, says: str
 ) -> None:
     data = _rows(tmp_path / "rows.jsonl")
-    output = tmp_path / "out"
+    before = data.read_bytes()
+    output = {
+        "a directory": tmp_path / "out",
+        "a missing folder": tmp_path / "missing" / "out.jsonl",
+        "a device": Path("/dev/null"),
+        "the data itself": data,
+        "a link to the data": tmp_path / "link.jsonl",
+    }[where]
     if where == "a directory":
         output.mkdir()
-    else:
-        output = tmp_path / "missing" / "out.jsonl"
+    elif where == "a link to the data":
+        output.symlink_to(data)
+    made = _left(tmp_path)
     replies = Replies()
-    with pytest.raises(OutputWriteError, match="Nothing was written there"):
+    with pytest.raises(OutputWriteError) as caught:
         judge_file(replies, "pointwise", data, str(output), **ARGS)
-    assert replies.calls == 0
-    assert _left(tmp_path) == (["out"] if where == "a directory" else [])
+    assert says in str(caught.value) and "Nothing was written there" in str(caught.value)
+    assert replies.calls == 0 and _left(tmp_path) == made and data.read_bytes() == before
+    assert Path("/dev/null").is_char_device()
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")

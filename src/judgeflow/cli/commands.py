@@ -473,14 +473,14 @@ def judge_cmd(
     data = keep_url_credentials(data)
     out = _wide_console()
     try:
-        check_output(output)  # a location it cannot write fails now, not after every row
+        check_output(output, data)  # a location it cannot write fails now, not after every row
         cfg, model_uri, version = resolve_config(
             model, mode=mode.value if mode else None, recipe=None, profile=None,
             overrides=set_ or [], tracking_uri=None,
         )  # fmt: skip
         # One judging per output: here, before the MLflow run; on Slurm the job claims it.
         local = cfg.cluster.backend != "slurm"
-        claim = claim_output(output) if local else contextlib.nullcontext()
+        claim = claim_output(output, data) if local else contextlib.nullcontext()
         with claim:
             tracker = start_judging_run(cfg, model, version, data)
             summary = _judge_with_bar(cfg, model_uri, data, output, tracker, version, skip_invalid, out)  # fmt: skip

@@ -249,7 +249,7 @@ def judge_file(
 ) -> JudgingSummary:
     """Judge every row of `data` into `output` (.parquet, else JSON lines), resuming the
     progress file a killed run left for the same data, model and settings."""
-    with claim_output(output):
+    with claim_output(output, os.fspath(data)):
         rows, dropped = read_judge_rows(data, mode, skip_invalid=skip_invalid)
         about = [os.fspath(data), sha256_file(data), model, mode, str(max_new_tokens)]
         fingerprint = hashlib.sha256("\0".join(about).encode()).hexdigest()

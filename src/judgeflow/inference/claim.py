@@ -52,14 +52,23 @@ def lock_path(output: str) -> Path:
     return progress.with_name(progress.name.removesuffix(".jsonl") + ".lock")
 
 
-def check_output(output: str) -> None:
-    """Refuse, before any work, an output that cannot be written: a directory, a missing or
+def check_output(output: str, data: str | None = None) -> None:
+    """Refuse, before any work, an output that cannot be written: a directory, a device or
+    other non-file (`/dev/null` would be replaced by a file), the input itself, a missing or
     unwritable parent folder, a file that is not writable. A URL (S3) is checked when written."""
     if is_url(output):
         return
     path = Path(output)
     if path.is_dir():
         raise OutputWriteError(output, IsADirectoryError(errno.EISDIR, "is a directory"))
+    if path.exists() and not path.is_file():
+        raise OutputWriteError(
+            output, OSError(errno.EINVAL, "is not a regular file (a device, a pipe or a socket)")
+        )
+    if data is not None and not is_url(data) and path.exists() and path.samefile(data):
+        raise OutputWriteError(
+            output, OSError(errno.EINVAL, "is the data being judged: it would be replaced")
+        )
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise OutputWriteError(
@@ -78,10 +87,10 @@ _held_guard = threading.Lock()
 
 
 @contextlib.contextmanager
-def claim_output(output: str) -> Iterator[Path]:
-    """Check `output` (`check_output`) and hold its lock until the block ends; another holder
-    raises `OutputBusy` at once. Yields the lock file's path."""
-    check_output(output)
+def claim_output(output: str, data: str | None = None) -> Iterator[Path]:
+    """Check `output` (`check_output`, against `data` too) and hold its lock until the block
+    ends; another holder raises `OutputBusy` at once. Yields the lock file's path."""
+    check_output(output, data)
     lock = lock_path(output).absolute()
     with _held_guard:
         if lock in _held:

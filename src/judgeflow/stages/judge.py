@@ -70,7 +70,7 @@ def judge_stage(
         from judgeflow.storage import resolve_uri
 
         data = resolve_uri(data)
-    with claim_output(output):  # a bad location or a running judging: refused before loading
+    with claim_output(output, data):  # a bad location or a running judging: refused first
         weights = local_weights(model_uri, cfg.storage.root)
         generator: Generator
         if judges_with_verl(cfg):
