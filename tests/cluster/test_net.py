@@ -40,6 +40,14 @@ def test_picks_of_one_process_never_repeat_while_reserved() -> None:
     assert len(set(ports)) == PICKS
 
 
+def test_picks_stay_out_of_rays_worker_ports_and_the_ephemeral_range() -> None:
+    low = net._ephemeral_start()
+    assert low - net.PICK_FROM >= 1024, "this machine's ephemeral range starts too low"
+    ports = net.free_ports(50)
+    assert all(net.PICK_FROM <= port < low for port in ports), ports
+    assert len(set(ports)) == 50
+
+
 def test_two_processes_never_get_the_same_port_and_a_dead_ones_ports_are_free() -> None:
     other = subprocess.Popen(
         [sys.executable, "-c", HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import socket
 import sys
 import threading
 import time
+from pathlib import Path
 
 
 def node_ip() -> str:
@@ -41,7 +43,8 @@ _ABSTRACT_SOCKETS = sys.platform.startswith("linux")  # elsewhere: picks are not
 
 
 def free_ports(n: int, *, hold_s: float = PORT_HOLD_S) -> list[int]:
-    """``n`` distinct ports the OS reports free now, reserved on this host for ``hold_s``.
+    """``n`` distinct ports free now, reserved on this host for ``hold_s``: below the kernel's
+    ephemeral range where there is room (`_candidate`), so no outgoing connection takes one.
 
     A port is only picked here; the program it is for binds it later, and in between another
     pick could return it again: a second Ray cluster starting on the same node, or this job's
@@ -59,7 +62,10 @@ def free_ports(n: int, *, hold_s: float = PORT_HOLD_S) -> list[int]:
             while len(ports) < n:
                 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
                 held.append(s)
-                s.bind(("", 0))
+                try:
+                    s.bind(("", _candidate()))
+                except OSError:
+                    continue  # in use now
                 port = s.getsockname()[1]
                 if _ABSTRACT_SOCKETS:
                     reservation = _reserve(port)
@@ -71,6 +77,26 @@ def free_ports(n: int, *, hold_s: float = PORT_HOLD_S) -> list[int]:
             for s in held:
                 s.close()
         return ports
+
+
+#: Where picks come from: above Ray's default worker ports (10002-19999, which its raylet hands
+#: to workers) and below the kernel's ephemeral range, whose ports any outgoing connection may
+#: take as its source port between our pick and the bind (a raylet failed that way: "Address
+#: already in use"). 0 (the kernel's choice) where no such range is left.
+PICK_FROM = 20000
+
+
+def _candidate() -> int:
+    """A port to try: random in [PICK_FROM, the ephemeral range's start), else 0."""
+    low = _ephemeral_start()
+    return random.randrange(PICK_FROM, low) if low - PICK_FROM >= 1024 else 0
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _reserve(port: int) -> socket.socket | None:
