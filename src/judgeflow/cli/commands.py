@@ -505,9 +505,9 @@ def _judge_with_bar(
     from judgeflow.stages.judge import judge_stage
 
     with Progress(
-            "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), console=out, disable=not out.is_terminal,
-        ) as bar:  # fmt: skip
+        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), console=out, disable=not out.is_terminal,
+    ) as bar:  # fmt: skip
         task = bar.add_task("judging", total=None)
 
         def progress(done: int, total: int) -> None:
@@ -518,9 +518,9 @@ def _judge_with_bar(
             if cfg.cluster.backend == "slurm":
                 return _judge_on_slurm(cfg, model_uri, data, output, tracker.run_id, ref, skip_invalid, progress)  # fmt: skip
             return judge_stage(
-                    cfg, model_uri, data, output, model_ref=ref, skip_invalid=skip_invalid,
-                    progress=progress,
-                )  # fmt: skip
+                cfg, model_uri, data, output, model_ref=ref, skip_invalid=skip_invalid,
+                progress=progress,
+            )  # fmt: skip
         except BaseException:
             tracker.finish("FAILED")
             raise

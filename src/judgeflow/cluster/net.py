@@ -57,13 +57,14 @@ def free_ports(n: int, *, hold_s: float = PORT_HOLD_S) -> list[int]:
     with _reserved_lock:
         _drop_expired()
         ports: list[int] = []
+        low = _ephemeral_start()
         held: list[socket.socket] = []  # keep picks bound until done: distinct within the call
         try:
             while len(ports) < n:
                 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
                 held.append(s)
                 try:
-                    s.bind(("", _candidate()))
+                    s.bind(("", _candidate(low)))
                 except OSError:
                     continue  # in use now
                 port = s.getsockname()[1]
@@ -86,9 +87,8 @@ def free_ports(n: int, *, hold_s: float = PORT_HOLD_S) -> list[int]:
 PICK_FROM = 20000
 
 
-def _candidate() -> int:
-    """A port to try: random in [PICK_FROM, the ephemeral range's start), else 0."""
-    low = _ephemeral_start()
+def _candidate(low: int) -> int:
+    """A port to try: random in [PICK_FROM, `low`, the ephemeral range's start), else 0."""
     return random.randrange(PICK_FROM, low) if low - PICK_FROM >= 1024 else 0
 
 

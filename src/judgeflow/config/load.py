@@ -16,7 +16,7 @@ import yaml
 
 from judgeflow.config.keys import ignored_keys, secret_overrides
 from judgeflow.config.redaction import has_url_credentials, is_secret
-from judgeflow.config.safe_yaml import MAX_BYTES, UnsafeYaml, load_yaml
+from judgeflow.config.safe_yaml import UnsafeYaml, load_yaml, load_yaml_file
 from judgeflow.config.schema import (
     DATA_URL_KEYS,
     ConfigError,
@@ -161,13 +161,9 @@ def _profile_path(profile: str) -> Path:
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     """A recipe or profile file as plain data; a hostile one is refused before it is built
-    (`safe_yaml`), and only its first MAX_BYTES (+1, to tell) are ever read."""
+    (`safe_yaml`), reading no more of it than the size limit needs."""
     try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-        if len(raw) > MAX_BYTES:
-            raise UnsafeYaml(f"larger than {MAX_BYTES // 1024} KiB; a recipe is a few KiB")
-        data = load_yaml(raw.decode("utf-8")) or {}
+        data = load_yaml_file(path) or {}
     except UnsafeYaml as exc:
         raise ConfigError(f"{path}: refused: {exc}") from None
     except UnicodeDecodeError as exc:

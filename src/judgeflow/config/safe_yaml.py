@@ -11,11 +11,12 @@ is refused in milliseconds, naming the file and the line.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "UnsafeYaml", "load_yaml"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "UnsafeYaml", "load_yaml", "load_yaml_file"]
 
 #: A recipe is a few KiB; a file far past that is not one (and would take seconds to parse).
 MAX_BYTES = 256 * 1024
@@ -83,11 +84,24 @@ def _check_expansion(node: yaml.Node) -> None:
                 stack += (key, value)
 
 
+def _check_size(n_bytes: int) -> None:
+    if n_bytes > MAX_BYTES:
+        raise UnsafeYaml(f"larger than {MAX_BYTES // 1024} KiB; a recipe is a few KiB")
+
+
+def load_yaml_file(path: Path) -> Any:
+    """`load_yaml` of a file, of which at most MAX_BYTES + 1 bytes (enough to tell) are read;
+    UnicodeDecodeError for a file that is not UTF-8."""
+    with path.open("rb") as f:
+        raw = f.read(MAX_BYTES + 1)
+    _check_size(len(raw))
+    return load_yaml(raw.decode("utf-8"))
+
+
 def load_yaml(text: str) -> Any:
     """Plain data (dicts, lists, str, int, float, bool, None) from YAML `text`, or UnsafeYaml;
     malformed YAML raises yaml.YAMLError as usual."""
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
-        raise UnsafeYaml(f"larger than {MAX_BYTES // 1024} KiB; a recipe is a few KiB")
+    _check_size(len(text.encode("utf-8", "surrogatepass")))
     _check_events(text)
     loader = _PlainLoader(text)
     try:
