@@ -173,6 +173,39 @@ def test_worker_without_head_fails_clearly(tmp_path: Path, tag: str) -> None:
     assert "did rank 0 start?" in out
 
 
+def test_a_killed_ranks_temp_dir_is_removed_by_the_next_job_on_the_node(
+    tmp_path: Path, tag: str
+) -> None:
+    """SIGKILLed (Slurm after KillWait, the OOM killer), a rank runs no teardown and its temp
+    dir stays; the next bootstrap on the node removes it, and says so."""
+    base = tmp_path / "tmp"  # no Ray starts here, so the socket-path limit does not apply
+    base.mkdir()
+    env = {"JUDGEFLOW_RAY_TMPDIR": str(base)}
+    waiting = subprocess.Popen(
+        [PY, "-m", "judgeflow.cluster.ray_bootstrap", "--rendezvous-root", str(tmp_path / "a"),
+         "--ready-timeout", "300", "--"],
+        env={**_rank_env(tag, 1, 2), **env}, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not list(base.glob(f"jf-ray-{tag}-1-*/.owner.lock")):
+            assert time.monotonic() < deadline, "the rank never made its temp dir"
+            time.sleep(0.1)
+    finally:
+        waiting.kill()
+        waiting.wait(timeout=30)
+    [left] = base.glob(f"jf-ray-{tag}-1-*")
+
+    proc = subprocess.run(
+        [PY, "-m", "judgeflow.cluster.ray_bootstrap", "--rendezvous-root", str(tmp_path / "b"),
+         "--ready-timeout", "1", "--"],
+        env={**_rank_env(tag, 1, 2), **env}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 1  # no head: this one fails too, after its sweep
+    assert f"removed {left}: a killed job's, left behind" in proc.stdout + proc.stderr
+    assert list(base.iterdir()) == []  # the killed rank's dir, and the failed rank's own
+
+
 def test_rank0_needs_a_command(tmp_path: Path, tag: str) -> None:
     proc = _bootstrap(tag, 0, 1, tmp_path, [])
     assert proc.wait(timeout=60) == 2

@@ -12,7 +12,8 @@ every node has joined, then runs the driver with :func:`driver_env` (``RAY_ADDRE
 auth settings) and streams its output. Other ranks join as workers and leave when rank 0 writes
 ``<rendezvous_dir>/done`` or the head goes away. Every rank stops exactly the processes it
 started (never a bare ``ray stop``, which kills every Ray process of the user on the host), also
-on SIGTERM/SIGINT, and removes its temp dir.
+on SIGTERM/SIGINT, and removes its temp dir; one it could not remove (the rank was SIGKILLed)
+the next job on the node does (:mod:`judgeflow.cluster.temp_dirs`).
 
 Auth: ``RAY_AUTH_MODE=token`` and ``RAY_AUTH_TOKEN_PATH=<rendezvous_dir>/auth_token`` (mode 0600)
 go to the head, the workers and the driver; a client without the token is refused.
@@ -32,7 +33,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +42,7 @@ from typing import Any
 from judgeflow.cluster.heartbeat import NODE_LOST_EXIT, READINESS_PROBE, Heartbeat, Watchdog
 from judgeflow.cluster.net import free_ports, node_ip
 from judgeflow.cluster.procs import ProcessTree, exit_on_signals
+from judgeflow.cluster.temp_dirs import OwnedDir, sweep_stale
 from judgeflow.data.io import atomic_write_text
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
 Log = Callable[[str], None]
 
 HEAD_FILE = "head.json"
+TEMP_PREFIX = "jf-ray-"  # per-job temp dirs: jf-ray-<job>-<rank>-<random>
 DONE_FILE = "done"
 TOKEN_FILE = "auth_token"
 _POLL_S = 0.1
@@ -158,14 +160,21 @@ class _Node:
 
     alloc: Allocation
     log: Log
-    temp_dir: Path = field(init=False)
+    owned: OwnedDir = field(init=False)
     started: list[ProcessTree] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         base = os.environ.get("JUDGEFLOW_RAY_TMPDIR", "/tmp")
+        # What a killed job on this node left (it ran no teardown): its lock died with it.
+        for stale in sweep_stale(base, TEMP_PREFIX):
+            self.log(f"[ray-bootstrap] removed {stale}: a killed job's, left behind")
         # Short on purpose: Ray's unix socket paths under it must stay below ~107 chars.
         tag = "".join(c for c in self.alloc.job_id if c.isalnum() or c in "-_")[-16:]
-        self.temp_dir = Path(tempfile.mkdtemp(prefix=f"jf-ray-{tag}-{self.alloc.rank}-", dir=base))
+        self.owned = OwnedDir.create(base, f"{TEMP_PREFIX}{tag}-{self.alloc.rank}-")
+
+    @property
+    def temp_dir(self) -> Path:
+        return self.owned.path
 
     @property
     def start_log(self) -> Path:
@@ -205,7 +214,7 @@ class _Node:
                     ignore=shutil.ignore_patterns("*.sock", "old"),
                 )
                 self.log(f"[ray-bootstrap] Ray logs kept in {self.kept_logs}")
-        shutil.rmtree(self.temp_dir, ignore_errors=True)
+        self.owned.remove()
 
     def failure(self, what: str) -> RayBootstrapError:
         return RayBootstrapError(
