@@ -1,0 +1,13 @@
+"""Verifiable rewards for policy RLVR, as open-instruct's ``grpo_fast`` pays them.
+
+- :mod:`.verifiers`: ``verify(name, prediction, label)``, open-instruct's verifiers by name;
+- :mod:`.math_answers`: extracting and comparing math answers (``math``, ``strict_math``);
+- :mod:`.if_functions`: Tulu 3's instruction-following constraints (``ifeval_old``);
+- :mod:`.sandbox`: the same checks with bounded time, memory and input size;
+- :mod:`.compose`: a response's reward from its verifiers, the R1 format reward and the
+  non-stop penalty, and the metrics open-instruct logs.
+"""
+
+from judgeflow.rewards.rlvr.verifiers import VERIFIERS, UnknownVerifier, resolve, verify
+
+__all__ = ["VERIFIERS", "UnknownVerifier", "resolve", "verify"]

@@ -1,0 +1,136 @@
+"""A response's reward, composed as open-instruct's ``RewardConfig`` composes it.
+
+Verifiable reward: for each of a row's verifiers (its ``dataset``; a list means several, paired
+with a list of ``ground_truth``), ``verification_reward × weight × score``, summed (every
+verifier's weight is 1, as in open-instruct). The R1-style format reward (``</think>`` then
+``<answer>…</answer>``, :func:`r1_format_holds`) is chosen by one switch, ``r1_style_format``:
+
+- ``gated`` (the default): the verifiable reward is paid only when the format holds;
+- ``additive``: the format reward (``r1_style_format_reward``) is added to it;
+- ``off``: the format is not looked at.
+
+Then, with ``non_stop_penalty``, a truncated response (finish reason other than ``stop``) gets
+``non_stop_penalty_value`` in place of whatever it earned.
+
+One difference from open-instruct, on purpose: it opens the gate when the *scaled* format score
+equals 1, so with ``r1_style_format_reward`` other than 1.0 its gate never opens; here the gate
+opens when the format holds, whatever the scale.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from judgeflow.rewards.rlvr.sandbox import Outcome
+from judgeflow.rewards.rlvr.verifiers import resolve, verify
+
+FormatMode = Literal["gated", "additive", "off"]
+#: (verifier name, response, label) → a score, or an :class:`Outcome` (a sandbox's ``score``).
+Check = Callable[[str, str, Any], "float | Outcome"]
+
+__all__ = ["Check", "FormatMode", "RewardRules", "Rewards", "Rollout", "compose", "r1_format_holds"]
+
+_THINK_THEN_ANSWER = re.compile(r"</think>\s*<answer>")
+
+
+def r1_format_holds(response: str) -> bool:
+    """``re.match(r".*?</think>\\s*<answer>.*?</answer>", response, re.DOTALL)``, in linear time:
+    some ``</think>`` is followed by blanks and ``<answer>``, and a ``</answer>`` comes later."""
+    found = _THINK_THEN_ANSWER.search(response)
+    return found is not None and response.find("</answer>", found.end()) >= 0
+
+
+@dataclass(frozen=True)
+class RewardRules:
+    """open-instruct's reward settings, under their names (``r1_style_format`` replaces the pair
+    ``apply_r1_style_format_reward`` / ``additive_format_reward``)."""
+
+    verification_reward: float = 10.0
+    r1_style_format: FormatMode = "gated"
+    r1_style_format_reward: float = 1.0
+    non_stop_penalty: bool = False
+    non_stop_penalty_value: float = -10.0
+    remap_verifier: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """One response to one row: what the policy wrote and how its generation ended."""
+
+    response: str
+    ground_truth: Any  # one label, or a list of them paired with the list of datasets
+    dataset: str | Sequence[str]
+    finish_reason: str = "stop"
+
+
+@dataclass
+class Rewards:
+    scores: list[float]
+    #: open-instruct's objective metrics (without the ``objective/`` prefix), the mean format
+    #: score when the format is looked at, and ``verifier_<status>`` counts of cut-short checks.
+    metrics: dict[str, float]
+
+
+def _pairs(rollout: Rollout, index: int) -> list[tuple[str, Any]]:
+    datasets = [rollout.dataset] if isinstance(rollout.dataset, str) else list(rollout.dataset)
+    truth = rollout.ground_truth
+    labels = list(truth) if isinstance(truth, list | tuple) else [truth]
+    if len(labels) != len(datasets):
+        raise ValueError(
+            f"rollout {index}: {len(datasets)} dataset(s) need as many ground_truth entries, "
+            f"got {labels!r:.200}"
+        )
+    return list(zip(datasets, labels, strict=True))
+
+
+def compose(rollouts: Sequence[Rollout], rules: RewardRules, check: Check = verify) -> Rewards:
+    """Scores for ``rollouts`` and the metrics open-instruct logs for them."""
+    n = len(rollouts)
+    holds = [r1_format_holds(r.response) for r in rollouts]
+    format_scores = [rules.r1_style_format_reward if h else 0.0 for h in holds]
+    verifiable = [0.0] * n
+    per_verifier: dict[str, list[float]] = defaultdict(list)
+    statuses: Counter[str] = Counter()
+    for i, rollout in enumerate(rollouts):
+        earned: dict[str, float] = {}
+        for dataset, label in _pairs(rollout, i):
+            name = resolve(dataset, rules.remap_verifier)
+            result = check(name, rollout.response, label)
+            if isinstance(result, Outcome):
+                statuses[result.status] += 1
+                result = result.score
+            reward = rules.verification_reward * float(result)
+            verifiable[i] += reward
+            earned[name] = earned.get(name, 0.0) + reward
+        for name, reward in earned.items():
+            per_verifier[name].append(reward)
+
+    scores = []
+    for i, rollout in enumerate(rollouts):
+        if rules.r1_style_format == "additive":
+            score = verifiable[i] + format_scores[i]
+        elif rules.r1_style_format == "gated":
+            score = verifiable[i] if holds[i] else 0.0
+        else:
+            score = verifiable[i]
+        if rules.non_stop_penalty and rollout.finish_reason != "stop":
+            score = rules.non_stop_penalty_value
+        scores.append(score)
+
+    metrics: dict[str, float] = {}
+    if n:
+        metrics["verifiable_reward"] = sum(verifiable) / n
+        metrics["verifiable_correct_rate"] = sum(v > 0 for v in verifiable) / n
+    for name, rewards in sorted(per_verifier.items()):
+        metrics[f"{name}_reward"] = sum(rewards) / len(rewards)
+        metrics[f"{name}_correct_rate"] = sum(r > 0 for r in rewards) / len(rewards)
+    if rules.r1_style_format != "off" and n:
+        metrics["format_score"] = sum(format_scores) / n
+    for status in ("too_long", "timeout", "error"):
+        if statuses[status]:
+            metrics[f"verifier_{status}"] = float(statuses[status])
+    return Rewards(scores, metrics)

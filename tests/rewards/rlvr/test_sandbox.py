@@ -1,0 +1,65 @@
+"""Untrusted text is verified within bounds: too long is not checked, a check that runs away is
+killed, one that raises is paid 0; each is counted, and the next check still works."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from judgeflow.rewards.rlvr import UnknownVerifier, verify
+from judgeflow.rewards.rlvr.sandbox import VerifierSandbox
+
+#: sympy evaluates 9^(9^9), an integer of ~1.2 billion bits, before it can compare: minutes.
+RUNAWAY = r"\boxed{9^{9^{9}}}"
+
+
+@pytest.fixture
+def sandbox() -> Iterator[VerifierSandbox]:
+    with VerifierSandbox(timeout_s=3, max_chars=1000) as box:
+        yield box
+
+
+@pytest.mark.parametrize(
+    ("name", "prediction", "label"),
+    [
+        ("math", r"\boxed{\frac{1}{2}}", "0.5"),
+        ("math", r"\boxed{3}", "4"),
+        ("gsm8k", "so 1,234", "1234"),
+        ("string_matcher", "<answer>The Cat</answer>", "cat"),
+        ("ifeval_old", "all lower", {"func_name": "validate_lowercase"}),
+    ],
+)
+def test_within_bounds_it_scores_as_verify(
+    sandbox: VerifierSandbox, name: str, prediction: str, label: object
+) -> None:
+    outcome = sandbox.score(name, prediction, label)
+    assert outcome.status == "ok"
+    assert outcome.score == verify(name, prediction, label)
+
+
+def test_too_long_is_not_checked_and_counted(sandbox: VerifierSandbox) -> None:
+    outcome = sandbox.score("gsm8k", "1" * 1001, "1" * 1001)
+    assert (outcome.score, outcome.status) == (0.0, "too_long")
+    assert "1,001 characters" in outcome.detail
+    assert sandbox.counts["too_long"] == 1
+
+
+def test_a_runaway_check_is_killed_and_the_next_one_works(sandbox: VerifierSandbox) -> None:
+    outcome = sandbox.score("math", RUNAWAY, "1")
+    assert (outcome.score, outcome.status) == (0.0, "timeout")
+    assert sandbox.score("math", r"\boxed{2}", "2").score == 1.0  # a fresh child
+    assert sandbox.counts == {"timeout": 1, "ok": 1}
+
+
+def test_a_check_that_raises_pays_zero_with_the_reason(sandbox: VerifierSandbox) -> None:
+    outcome = sandbox.score("ifeval_old", "text", {"func_name": "no_such_check"})
+    assert (outcome.score, outcome.status) == (0.0, "error")
+    assert "no_such_check" in outcome.detail
+    assert sandbox.score("gsm8k", "7", "7").status == "ok"  # the child survived it
+
+
+def test_an_unknown_verifier_is_the_callers_error(sandbox: VerifierSandbox) -> None:
+    with pytest.raises(UnknownVerifier):
+        sandbox.score("code", "x", "y")
+    assert not sandbox.counts
