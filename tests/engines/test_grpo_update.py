@@ -19,7 +19,9 @@ pytestmark = pytest.mark.slow
 PROMPT = [{"role": "user", "content": "What is the capital of France?"}]
 
 
-def _trainer(tiny_model: Path, tmp_path: Path, reward: Any, *, beta: float, lr: float) -> Any:
+def _trainer(
+    tiny_model: Path, tmp_path: Path, reward: Any, *, beta: float, lr: float, micro: int = 8
+) -> Any:
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import GRPOTrainer
@@ -33,7 +35,7 @@ def _trainer(tiny_model: Path, tmp_path: Path, reward: Any, *, beta: float, lr: 
         learning_rate=lr,
         num_generations=4,
         prompts_per_step=2,
-        micro_batch_size=8,
+        micro_batch_size=micro,
         max_completion_length=8,
         max_steps=1,
         beta=beta,
@@ -116,3 +118,76 @@ def test_equal_rewards_in_every_group_give_zero_advantages_and_no_update(
     assert log["loss"] == 0.0
     changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(p, initial[n])]
     assert changed == []
+
+
+def _judgeflow_trainer(
+    tiny_model: Path, tmp_path: Path, reward: Any, *, filter_zero_std: bool
+) -> tuple[Any, list[int]]:
+    """judgeflow's own trainer class (what `train_grpo` runs), counting its loss passes."""
+    from judgeflow.engines.trl import _resumable_trainer_class
+
+    base = _trainer(tiny_model, tmp_path, reward, beta=0.1, lr=5e-3, micro=4)
+    passes: list[int] = []
+
+    class Counting(_resumable_trainer_class()):  # type: ignore[misc]
+        def _compute_loss(self, model: Any, inputs: Any) -> Any:
+            passes.append(int(inputs["advantages"].shape[0]))
+            return super()._compute_loss(model, inputs)
+
+    trainer = Counting(
+        model=base.model,
+        reward_funcs=[reward, _unpaid],
+        args=base.args,
+        train_dataset=base.train_dataset,
+        processing_class=base.processing_class,
+    )
+    trainer.filter_zero_std_samples = filter_zero_std
+    return trainer, passes
+
+
+def _first_group_varies(completion_ids: list[list[int]], **_: Any) -> list[float]:
+    """Group 1 (the first 4): 1.0 for its smallest completion, else 0; group 2: all 0.5."""
+    group = [tuple(ids) for ids in completion_ids[:4]]
+    return [1.0 if ids == min(group) else 0.0 for ids in group] + [0.5] * 4
+
+
+def test_zero_variance_groups_get_no_forward_or_backward_pass(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    """open-instruct's --filter_zero_std_samples on TRL: of two micro-batches of 4, the one
+    the constant group would have filled is skipped whole; the varied group still trains."""
+    trainer, passes = _judgeflow_trainer(
+        tiny_model, tmp_path, lambda completions, completion_ids, **kw: _first_group_varies(
+            completion_ids), filter_zero_std=True)  # fmt: skip
+    initial = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
+    trainer.train()
+
+    log = trainer.state.log_history[0]
+    assert log["frac_reward_zero_std"] == 0.5
+    assert log["real_batch_size_ratio"] == 0.5 and log["skipped_micro_batch_frac"] == 0.5
+    assert passes == [4]  # one micro-batch: the varied group's 4 completions, nothing else
+    assert any(not torch.equal(p, initial[n]) for n, p in trainer.model.named_parameters())
+
+
+def test_without_filtering_every_micro_batch_gets_its_pass(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    trainer, passes = _judgeflow_trainer(
+        tiny_model, tmp_path, lambda completions, completion_ids, **kw: _first_group_varies(
+            completion_ids), filter_zero_std=False)  # fmt: skip
+    trainer.train()
+    log = trainer.state.log_history[0]
+    assert log["real_batch_size_ratio"] == 0.5 and log["skipped_micro_batch_frac"] == 0.0
+    assert passes == [4, 4]  # TRL's own split: both micro-batches, groups mixed
+
+
+def test_a_step_of_only_zero_variance_groups_trains_nothing(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    trainer, passes = _judgeflow_trainer(tiny_model, tmp_path, _constant, filter_zero_std=True)
+    initial = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
+    trainer.train()
+    assert passes == []
+    assert trainer.state.log_history[0]["real_batch_size_ratio"] == 0.0
+    assert trainer.state.global_step == 1
+    assert all(torch.equal(p, initial[n]) for n, p in trainer.model.named_parameters())

@@ -61,7 +61,11 @@ ONLY_READ_BY: dict[str, tuple[str, ...]] = {
         "evaluation.rows_per_verl_run",  # judging on GPUs: rows per verl validation run
     ),
     # the HF generator of the TRL runs' evaluation; verl's validation uses grpo.val_batch_size
-    "trl": ("evaluation.batch_size",),
+    "trl": (
+        "evaluation.batch_size",
+        # verl 0.6.1's main_ppo has no group filtering (DAPO's filter_groups is its own trainer)
+        "grpo.filter_zero_std_samples",
+    ),
     # the preparation of judge data (GRRM's data has its own train and test files)
     "judge": ("data.format", "data.val_fraction", "data.chosen_label", "data.rejected_label"),
     # GRRM's columns and augmentation, and its sharded preparation on Ray

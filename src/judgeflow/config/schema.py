@@ -170,6 +170,11 @@ class GrpoConfig(_Section):
         False, description="subtract a KL penalty from the reward (coefficient: kl_ctrl_coef)"
     )
     rollout_n: int = Field(4, ge=2, description="completions per prompt (the group)")
+    filter_zero_std_samples: bool = Field(
+        False,
+        description="skip the groups whose completions all got the same reward (open-instruct's "
+        "flag, on in grpo_fast; TRL only: verl 0.6.1's main_ppo trains on them)",
+    )
     temperature: float = Field(1.0, gt=0, description="rollout sampling temperature")
     gpu_memory_utilization: float = Field(
         0.6, gt=0, le=1, description="vLLM's share of GPU memory; lower it first on rollout OOM"

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from transformers import TrainerCallback
 
+from judgeflow.engines.zero_variance import micro_batches
 from judgeflow.modes import Mode
 
 if TYPE_CHECKING:
@@ -111,6 +112,9 @@ class GrpoParams:
     bf16: bool | None = None  # None: bf16 on a GPU that supports it, fp32 otherwise
     gradient_checkpointing: bool = False
     cpu_threads: int | None = None  # None: at most the CPUs this process may use
+    #: open-instruct's --filter_zero_std_samples: completions of groups without reward variance
+    #: are not trained on (their micro-batches skipped; `engines.zero_variance`).
+    filter_zero_std_samples: bool = False
 
     def __post_init__(self) -> None:
         completions = self.prompts_per_step * self.num_generations
@@ -175,6 +179,7 @@ def train_grpo(
         processing_class=_tokenizer(params.model_path),
         callbacks=[recorder, data_order],
     )
+    trainer.filter_zero_std_samples = params.filter_zero_std_samples
     for noisy in (ProgressCallback, PrinterCallback):  # they print every log dict verbatim
         trainer.remove_callback(noisy)
     trainer.train(resume_from_checkpoint=str(resumed_from) if resumed_from else None)
@@ -453,11 +458,40 @@ def _resumable_trainer_class() -> type[Any]:
             return iter(self.inner)
 
     class ResumableGRPOTrainer(GRPOTrainer):
+        filter_zero_std_samples = False
+
         def _get_train_sampler(self, dataset: Any = None) -> Any:
             inner = super()._get_train_sampler(dataset)
             # floor(state.epoch) is the epoch being trained: 1.0 at the end of epoch 1, and a
             # resumed state (1.0, 1.33) is loaded before the first batch is drawn.
             return EpochSeededSampler(inner, lambda: int(self.state.epoch or 0))
+
+        def _prepare_inputs(self: Any, generation_batch: Any) -> Any:
+            """TRL's own, but the micro-batches come from `zero_variance.micro_batches`."""
+            if not self.model.training:
+                return super()._prepare_inputs(generation_batch)
+            steps = self.args.steps_per_generation
+            if self._step % (steps * self.num_iterations) == 0 or self._buffered_inputs is None:
+                split = micro_batches(
+                    self._generate_and_score_completions(generation_batch),
+                    self.num_generations,
+                    steps,
+                    drop_zero_variance=self.filter_zero_std_samples,
+                )
+                self._buffered_inputs = split.batches
+                self._metrics["train"]["real_batch_size_ratio"].append(split.real_batch_size_ratio)
+                self._metrics["train"]["skipped_micro_batch_frac"].append(split.skipped / steps)
+            inputs = self._buffered_inputs[self._step % steps]
+            self._step += 1
+            return inputs
+
+        def compute_loss(self: Any, model: Any, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+            if inputs["advantages"].shape[0] == 0:  # all it had was filtered out: no forward
+                import torch
+
+                # A leaf the backward pass can run on; it reaches no parameter.
+                return torch.zeros((), device=self.args.device, requires_grad=True)
+            return super().compute_loss(model, inputs, *args, **kwargs)
 
     return ResumableGRPOTrainer
 
@@ -529,6 +563,7 @@ def params_from(cfg: RunConfig, output_dir: str | Path) -> GrpoParams:
         eval_steps=g.test_freq,
         seed=cfg.data.seed,
         gradient_checkpointing=g.gradient_checkpointing,
+        filter_zero_std_samples=g.filter_zero_std_samples,
     )
 
 
