@@ -57,6 +57,7 @@ def _params(model: Path, out: Path, max_steps: int) -> GrpoParams:
         max_steps=max_steps,
         save_steps=1,
         use_cpu=True,
+        filter_zero_std_samples=True,  # open-instruct's filtering, through resumes too
     )
 
 
