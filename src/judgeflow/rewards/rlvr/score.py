@@ -1,0 +1,69 @@
+"""One response's RLVR reward in verl's ``compute_score`` signature (TRL's adapter calls it too).
+
+verl loads this file by path (``custom_reward_function.path``) and passes
+``custom_reward_function.reward_kwargs`` as keyword arguments: the :class:`RewardRules` fields
+(``verification_reward``, ``r1_style_format``, ``r1_style_format_reward``, ``non_stop_penalty``,
+``non_stop_penalty_value``, ``remap_verifier``) and the sandbox's bounds (``verifier_timeout_s``,
+``verifier_max_chars``, ``verifier_memory_mb``). The row's verifier is its ``data_source``, or
+the list ``extra_info["dataset"]`` for a row with several; ``ground_truth`` is the row's label
+(a list for several). A truncated response is known only where the engine passes
+``finish_reason`` (in ``extra_info`` or as a keyword); verl's naive reward manager does not, so
+there the non-stop penalty cannot apply.
+
+Unlike the judges' reward modules this one imports judgeflow (and sympy): the verl workers run
+in judgeflow's environment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from judgeflow.rewards.rlvr.compose import RewardRules, Rollout, compose, r1_format_holds
+from judgeflow.rewards.rlvr.sandbox import VerifierSandbox
+
+__all__ = ["compute_score"]
+
+_RULE_FIELDS = {f.name for f in dataclasses.fields(RewardRules)}
+_SANDBOX_KEYS = {
+    "verifier_timeout_s": "timeout_s",
+    "verifier_max_chars": "max_chars",
+    "verifier_memory_mb": "memory_mb",
+}
+_sandboxes: dict[tuple[float, int, int], VerifierSandbox] = {}  # one child per bounds, reused
+
+
+def _sandbox(kwargs: dict[str, Any]) -> VerifierSandbox:
+    bounds = {field: kwargs[key] for key, field in _SANDBOX_KEYS.items() if key in kwargs}
+    box = VerifierSandbox(**bounds)
+    key = (box.timeout_s, box.max_chars, box.memory_mb)
+    return _sandboxes.setdefault(key, box)
+
+
+def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, float]:
+    """``score`` (what is paid), ``verifiable_reward``, ``valid_answer`` (the R1 format holds,
+    or 1 when the format is off) and ``verifier_cut_short`` (a check past its bounds)."""
+    unknown = set(kwargs) - _RULE_FIELDS - set(_SANDBOX_KEYS) - {"finish_reason"}
+    if unknown:
+        raise TypeError(f"unknown RLVR reward setting(s): {', '.join(sorted(unknown))}")
+    extra = extra_info or {}
+    rules = RewardRules(**{k: v for k, v in kwargs.items() if k in _RULE_FIELDS})
+    finish = str(kwargs.get("finish_reason") or extra.get("finish_reason") or "stop")
+    rollout = Rollout(solution_str, ground_truth, extra.get("dataset") or data_source, finish)
+    box = _sandbox(kwargs)
+    cut_before = sum(box.counts[s] for s in ("too_long", "timeout", "error"))
+    rewards = compose([rollout], rules, check=box.score)
+    cut = sum(box.counts[s] for s in ("too_long", "timeout", "error")) - cut_before
+    holds = r1_format_holds(solution_str) if rules.r1_style_format != "off" else True
+    return {
+        "score": rewards.scores[0],
+        "verifiable_reward": rewards.metrics["verifiable_reward"],
+        "valid_answer": float(holds),
+        "verifier_cut_short": float(cut),
+    }
