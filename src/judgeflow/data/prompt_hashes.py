@@ -53,6 +53,11 @@ def judge_prompt_hash(query: str, responses: Sequence[str]) -> str:
     return _digest("judge", [normalise(query), *sorted(normalise(r) for r in responses)])
 
 
+def rlvr_prompt_hash(messages: Sequence[tuple[str, str]]) -> str:
+    """A policy prompt: its chat turns (role and normalised content), in order."""
+    return _digest("rlvr", [f"{role}:{normalise(content)}" for role, content in messages])
+
+
 def grrm_prompt_hash(src_text: str) -> str:
     """A GRRM prompt: the source text being translated."""
     return _digest("grrm", [normalise(src_text)])

@@ -4,6 +4,9 @@
 - `openjudge_pairwise.jsonl`: OpenJudge pairwise rows, preference A or B.
 - `rewardbench2.jsonl`: raw RewardBench2-style rows (`id`, `prompt`, `chosen`, `rejected`,
   `subset`), including a few `Ties` rows that `prepare` filters out.
+- `rlvr/open_instruct_mixed.jsonl`: policy RLVR rows in open-instruct's format (`messages`,
+  `ground_truth`, `dataset`) for each verifier and one row with two; not under the tiny
+  tokenizer's glob (`samples/*.jsonl`), so adding it changed no tiny model.
 """
 
 from __future__ import annotations

@@ -1,0 +1,341 @@
+"""Policy RLVR data: open-instruct's rows to verl RL parquet, every row checked and accounted for.
+
+A row (parquet, JSONL or JSON) has ``messages`` (the prompt as chat turns; a trailing assistant
+turn, the reference answer of SFT-style data, is dropped as open-instruct drops it),
+``ground_truth`` and ``dataset``. ``dataset`` names the verifier, case-insensitively and through
+``remap_verifier`` (open-instruct's ``--remap_verifier old=new``); a list of datasets means
+several verifiers for one row, paired with a list of ground truths of the same length. A label
+the verifier could never match is refused here rather than paid 0 for ever in training: a math
+or string label must be a string, a ``gsm8k`` label a string or a number, an ``ifeval_old``
+label a JSON object naming one of its checks.
+
+Invalid rows are collected across all inputs and raised together (file, row, field) unless
+``skip_invalid``, in which case they are dropped and listed in the report. Rows are split into
+train and validation by prompt (normalised user turns), so validation never shows a prompt that
+was trained on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+import judgeflow
+from judgeflow.data.errors import DataError, DataValidationError, RowIssue
+from judgeflow.data.examples import Origin
+from judgeflow.data.io import PathLike, atomic_write_many, exists, parquet_bytes, remove
+from judgeflow.data.jsonl import not_an_object
+from judgeflow.data.prepare import PrepareResult, output_paths
+from judgeflow.data.prompt_hashes import rlvr_prompt_hash
+from judgeflow.data.readers import DroppedRow, InputSummary, iter_records
+from judgeflow.rewards.rlvr.if_functions import IF_FUNCTIONS
+from judgeflow.rewards.rlvr.verifiers import UnknownVerifier, resolve
+
+__all__ = ["RlvrExample", "RlvrRead", "prepare_rlvr", "read_rlvr", "rlvr_prompt_hash"]
+
+REPORT_SCHEMA_VERSION = 1
+MAX_LISTED_DROPS = 100
+ROLES = ("system", "user", "assistant")
+_STRING_LABELS = ("math", "strict_math", "string_matcher", "flan")
+
+
+@dataclass(frozen=True)
+class RlvrExample:
+    """One prompt with the verifiers that pay for its responses."""
+
+    messages: tuple[tuple[str, str], ...]  # (role, content), ending with a user turn
+    verifiers: tuple[str, ...]  # resolved verifier names, one per label
+    labels: tuple[str, ...]  # each as the verifier reads it (ifeval_old: JSON text)
+    origin: Origin
+
+    @property
+    def prompt_hash(self) -> str:
+        return rlvr_prompt_hash(self.messages)
+
+
+@dataclass
+class RlvrRead:
+    """Invariant: ``rows_read == len(examples) + len(dropped)``."""
+
+    examples: list[RlvrExample] = field(default_factory=list)
+    rows_read: int = 0
+    dropped: list[DroppedRow] = field(default_factory=list)
+    inputs: list[InputSummary] = field(default_factory=list)
+
+
+class _Invalid(Exception):
+    def __init__(self, field: str | None, message: str) -> None:
+        super().__init__(message)
+        self.field, self.message = field, message
+
+
+def _got(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str | int | float | bool):
+        text = repr(value)
+        return text if len(text) <= 60 else text[:57] + "..."
+    return f"a {type(value).__name__}"
+
+
+def _messages(value: Any) -> tuple[tuple[str, str], ...]:
+    if value is None:
+        raise _Invalid("messages", "missing messages (the prompt as chat turns)")
+    if not isinstance(value, list) or not value:
+        raise _Invalid("messages", f"expected a non-empty list of turns, got {_got(value)}")
+    turns = []
+    for i, turn in enumerate(value):
+        if not isinstance(turn, dict):
+            raise _Invalid(f"messages[{i}]", f"expected an object, got {_got(turn)}")
+        role, content = turn.get("role"), turn.get("content")
+        if role not in ROLES:
+            raise _Invalid(
+                f"messages[{i}].role", f"expected one of {list(ROLES)}, got {_got(role)}"
+            )
+        if not isinstance(content, str):
+            raise _Invalid(f"messages[{i}].content", f"expected a string, got {_got(content)}")
+        turns.append((role, content))
+    if len(turns) > 1 and turns[-1][0] == "assistant":
+        turns.pop()  # the reference answer: not part of the prompt (open-instruct drops it too)
+    if turns[-1][0] != "user" or not turns[-1][1].strip():
+        raise _Invalid(
+            f"messages[{len(turns) - 1}]", "the prompt must end with a non-empty user turn"
+        )
+    return tuple(turns)
+
+
+def _label(verifier: str, value: Any, where: str) -> str:
+    if verifier == "ifeval_old":
+        constraint = value
+        if isinstance(value, str):
+            try:
+                constraint = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise _Invalid(where, f"ifeval_old: not JSON ({exc.msg})") from exc
+        check = constraint.get("func_name") if isinstance(constraint, dict) else None
+        if not isinstance(check, str) or check not in IF_FUNCTIONS:
+            raise _Invalid(
+                where, f"ifeval_old: expected an object whose func_name is one of its checks, "
+                f"got {_got(value)}",
+            )  # fmt: skip
+        return json.dumps(constraint, ensure_ascii=False, sort_keys=True)
+    if verifier == "gsm8k" and isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)  # open-instruct compares str(label)
+    if not isinstance(value, str) or not value.strip():
+        kind = "a string or a number" if verifier == "gsm8k" else "a non-empty string"
+        raise _Invalid(where, f"{verifier}: expected {kind}, got {_got(value)}")
+    return value
+
+
+def _example(record: Any, origin: Origin, remap: Mapping[str, str] | None) -> RlvrExample:
+    if isinstance(record, RowIssue):
+        raise _Invalid(record.field, record.message)
+    if not isinstance(record, dict):
+        raise _Invalid(None, not_an_object(record))
+    messages = _messages(record.get("messages"))
+    datasets, truths = record.get("dataset"), record.get("ground_truth")
+    if isinstance(datasets, str):
+        datasets = [datasets]
+        if not isinstance(truths, list):
+            truths = [truths]
+    if not isinstance(datasets, list) or not datasets:
+        raise _Invalid(
+            "dataset", f"expected a verifier name or a list of them, got {_got(datasets)}"
+        )
+    if not isinstance(truths, list) or len(truths) != len(datasets):
+        raise _Invalid(
+            "ground_truth",
+            f"{len(datasets)} dataset(s) need as many ground truths, got {_got(truths)}",
+        )
+    verifiers, labels = [], []
+    for i, (dataset, truth) in enumerate(zip(datasets, truths, strict=True)):
+        where = "dataset" if len(datasets) == 1 else f"dataset[{i}]"
+        if not isinstance(dataset, str):
+            raise _Invalid(where, f"expected a verifier name, got {_got(dataset)}")
+        try:
+            name = resolve(dataset, remap)
+        except UnknownVerifier as exc:
+            raise _Invalid(where, str(exc)) from None
+        verifiers.append(name)
+        labels.append(
+            _label(name, truth, "ground_truth" if len(datasets) == 1 else f"ground_truth[{i}]")
+        )
+    return RlvrExample(messages, tuple(verifiers), tuple(labels), origin)
+
+
+def read_rlvr(
+    inputs: PathLike | Sequence[PathLike],
+    *,
+    remap_verifier: Mapping[str, str] | None = None,
+    skip_invalid: bool = False,
+) -> RlvrRead:
+    """Read and check RLVR rows from one or more files."""
+    paths = [inputs] if isinstance(inputs, str | os.PathLike) else list(inputs)
+    if not paths:
+        raise DataError("no input files given")
+    result = RlvrRead()
+    issues: list[RowIssue] = []
+    for path in paths:
+        name = os.fspath(path)
+        rows_read = used = 0
+        for row, record in iter_records(name):
+            rows_read += 1
+            try:
+                example = _example(record, Origin(file=name, row=row), remap_verifier)
+            except _Invalid as exc:
+                issues.append(RowIssue(name, row, exc.field, exc.message))
+                result.dropped.append(DroppedRow(name, row, "invalid", exc.message, exc.field))
+                continue
+            result.examples.append(example)
+            used += 1
+        result.rows_read += rows_read
+        result.inputs.append(InputSummary(name, None, rows_read, used, used))
+    if issues and not skip_invalid:
+        raise DataValidationError(issues, total=len(issues))
+    return result
+
+
+def split_val(examples: Sequence[RlvrExample], val_fraction: float, seed: int) -> list[bool]:
+    """Per example, True if it goes to validation: whole prompts, shuffled by ``seed``, the
+    first ``floor(F * P + 0.5)`` of the ``P`` prompts (at least 1 and at most P - 1)."""
+    if val_fraction <= 0:
+        return [False] * len(examples)
+    keys = [ex.prompt_hash for ex in examples]
+    prompts = list(dict.fromkeys(keys))
+    if len(prompts) < 2:
+        raise DataError(f"val_fraction={val_fraction} needs at least 2 distinct prompts")
+    n_val = min(max(1, math.floor(val_fraction * len(prompts) + 0.5)), len(prompts) - 1)
+    random.Random(seed).shuffle(prompts)
+    chosen = set(prompts[:n_val])
+    return [key in chosen for key in keys]
+
+
+_MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])
+SCHEMA = pa.schema(
+    [
+        ("data_source", pa.string()),
+        ("prompt", pa.list_(_MESSAGE)),
+        ("ability", pa.string()),
+        (
+            "reward_model",
+            pa.struct([("style", pa.string()), ("ground_truth", pa.list_(pa.string()))]),
+        ),
+        (
+            "extra_info",
+            pa.struct(
+                [
+                    ("split", pa.string()),
+                    ("index", pa.int64()),
+                    ("dataset", pa.list_(pa.string())),
+                    ("source_file", pa.string()),
+                    ("source_row", pa.int64()),
+                    ("prompt_hash", pa.string()),
+                ]
+            ),
+        ),
+    ]
+)
+
+
+def to_verl_row(example: RlvrExample, split: str, index: int) -> dict[str, Any]:
+    """One verl RL row: ``data_source`` is the first verifier (verl groups metrics by it), the
+    labels a list (``reward_model.ground_truth``) paired with ``extra_info.dataset``."""
+    return {
+        "data_source": example.verifiers[0],
+        "prompt": [{"role": r, "content": c} for r, c in example.messages],
+        "ability": "rlvr",
+        "reward_model": {"style": "rule", "ground_truth": list(example.labels)},
+        "extra_info": {
+            "split": split,
+            "index": index,
+            "dataset": list(example.verifiers),
+            "source_file": example.origin.file,
+            "source_row": example.origin.row,
+            "prompt_hash": example.prompt_hash,
+        },
+    }
+
+
+def prepare_rlvr(
+    inputs: PathLike | Sequence[PathLike],
+    output: PathLike,
+    *,
+    val_fraction: float = 0.0,
+    seed: int = 0,
+    remap_verifier: Mapping[str, str] | None = None,
+    skip_invalid: bool = False,
+) -> PrepareResult:
+    """Read, check and split RLVR rows; write verl RL parquet (train, val) and a report, together."""
+    if not 0 <= val_fraction < 1:
+        raise DataError(f"val_fraction must be in [0, 1), got {val_fraction}")
+    train_path, val_path, report_path = output_paths(output)
+    read = read_rlvr(inputs, remap_verifier=remap_verifier, skip_invalid=skip_invalid)
+    if not read.examples:
+        raise DataError(f"no rows left to write: read {read.rows_read}, all invalid")
+    in_val = split_val(read.examples, val_fraction, seed)
+    splits = {
+        "train": [ex for ex, v in zip(read.examples, in_val, strict=True) if not v],
+        "val": [ex for ex, v in zip(read.examples, in_val, strict=True) if v],
+    }
+    payloads: list[tuple[str, bytes]] = []
+    split_reports: dict[str, Any] = {}
+    for split, members in splits.items():
+        if split == "val" and val_fraction <= 0:
+            continue
+        rows = [to_verl_row(ex, split, i) for i, ex in enumerate(members)]
+        path = train_path if split == "train" else val_path
+        payloads.append((path, parquet_bytes(pa.Table.from_pylist(rows, schema=SCHEMA))))
+        split_reports[split] = {
+            "path": path,
+            "rows": len(rows),
+            "prompts": len({ex.prompt_hash for ex in members}),
+            "verifiers": dict(sorted(Counter(v for ex in members for v in ex.verifiers).items())),
+            "sha256": hashlib.sha256(payloads[-1][1]).hexdigest(),
+        }
+    report = {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "judgeflow_version": judgeflow.__version__,
+        "kind": "rlvr",
+        "inputs": [
+            {"path": s.path, "rows_read": s.rows_read, "rows_used": s.rows_used}
+            for s in read.inputs
+        ],
+        "parameters": {
+            "val_fraction": val_fraction,
+            "seed": seed,
+            "remap_verifier": dict(remap_verifier or {}),
+            "skip_invalid": skip_invalid,
+        },
+        "counts": {
+            "rows_read": read.rows_read,
+            "rows_dropped": {"invalid": len(read.dropped)},
+            "rows_written": {s: r["rows"] for s, r in split_reports.items()},
+        },
+        "dropped": {
+            "total": len(read.dropped),
+            "listed_limit": MAX_LISTED_DROPS,
+            "listed": [d.to_dict() for d in read.dropped[:MAX_LISTED_DROPS]],
+        },
+        "splits": {"train": split_reports["train"], "val": split_reports.get("val")},
+    }
+    stale_val = "val" not in split_reports and exists(val_path)
+    report["removed_stale_files"] = [val_path] if stale_val else []
+    text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    atomic_write_many([*payloads, (report_path, text.encode("utf-8"))])  # the report last
+    if stale_val:  # an earlier run's validation split must not pass for this one's
+        remove(val_path)
+    return PrepareResult(
+        train_path=train_path,
+        val_path=val_path if "val" in split_reports else None,
+        report_path=report_path,
+        report=report,
+    )

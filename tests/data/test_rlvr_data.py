@@ -1,0 +1,147 @@
+"""open-instruct's RLVR rows to verl RL parquet: checked row by row, split by prompt, and what
+is written is what verl's dataset and the RLVR reward read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from judgeflow.data.errors import DataValidationError
+from judgeflow.data.rlvr import prepare_rlvr, read_rlvr
+from judgeflow.rewards.rlvr.score import compute_score
+
+SAMPLE = (
+    Path(__file__).resolve().parents[2] / "src/judgeflow/samples/rlvr/open_instruct_mixed.jsonl"
+)
+
+
+def _write(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _row(content: str = "What is 2+2?", truth: Any = "4", dataset: Any = "gsm8k") -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": content}], "ground_truth": truth,
+            "dataset": dataset}  # fmt: skip
+
+
+def test_the_shipped_sample_is_read_whole() -> None:
+    read = read_rlvr(SAMPLE)
+    assert read.rows_read == 12 and len(read.examples) == 12 and read.dropped == []
+    verifiers = sorted({v for ex in read.examples for v in ex.verifiers})
+    assert verifiers == ["flan", "gsm8k", "ifeval_old", "math", "string_matcher"]
+    # The row with a reference answer: the assistant turn is not part of the prompt.
+    solved = next(ex for ex in read.examples if "2x + 3" in ex.messages[-1][1])
+    assert [role for role, _ in solved.messages] == ["user"]
+    several = next(ex for ex in read.examples if len(ex.verifiers) == 2)
+    assert several.verifiers == ("gsm8k", "string_matcher") and several.labels == ("24", "24 legs")
+
+
+def test_prepared_rows_pay_through_the_rlvr_reward(tmp_path: Path) -> None:
+    result = prepare_rlvr(SAMPLE, tmp_path / "rlvr.parquet", val_fraction=0.25, seed=3)
+    rows = pq.read_table(result.train_path).to_pylist() + pq.read_table(result.val_path).to_pylist()
+    assert len(rows) == 12
+    assert result.report["counts"]["rows_written"] == {"train": 9, "val": 3}
+    # A right answer for four of the rows, by label: each is paid through its parquet row.
+    right = {"36": "So the total is 36", "\\frac{3}{4}": r"\boxed{\frac{3}{4}}",
+             "Mars": "<answer>Mars</answer>", "no": "The answer is: no"}  # fmt: skip
+    paid = 0
+    for row in rows:
+        labels = row["reward_model"]["ground_truth"]
+        if len(labels) == 1 and labels[0] in right:
+            out = compute_score(row["data_source"], right[labels[0]], labels, row["extra_info"],
+                                r1_style_format="off")  # fmt: skip
+            assert out["score"] == 10.0, row
+            wrong = compute_score(row["data_source"], "I am not sure", labels, row["extra_info"],
+                                  r1_style_format="off")  # fmt: skip
+            assert wrong["score"] == 0.0, row
+            paid += 1
+    assert paid == 4
+
+
+def test_validation_never_shares_a_prompt_with_training(tmp_path: Path) -> None:
+    rows = [_row("Same prompt?"), _row("same   PROMPT?", "5"), *(_row(f"Q{i}") for i in range(6))]
+    result = prepare_rlvr(_write(tmp_path / "d.jsonl", rows), tmp_path / "o.parquet",
+                          val_fraction=0.5, seed=0)  # fmt: skip
+    hashes = {
+        split: {r["extra_info"]["prompt_hash"] for r in pq.read_table(path).to_pylist()}
+        for split, path in (("train", result.train_path), ("val", result.val_path))
+    }
+    assert hashes["train"] and hashes["val"] and not hashes["train"] & hashes["val"]
+    assert (
+        result.report["splits"]["train"]["prompts"] + result.report["splits"]["val"]["prompts"] == 7
+    )  # the two spellings of one prompt are one
+
+
+BAD = [
+    ({"ground_truth": "4", "dataset": "gsm8k"}, "messages", "missing messages"),
+    (
+        {**_row(), "messages": [{"role": "bot", "content": "x"}]},
+        "messages[0].role",
+        "expected one of",
+    ),
+    (
+        {**_row(), "messages": [{"role": "user", "content": " "}]},
+        "messages[0]",
+        "non-empty user turn",
+    ),
+    (_row(dataset="code"), "dataset", "no verifier 'code'"),
+    (_row(dataset=["gsm8k", "math"], truth=["4"]), "ground_truth", "2 dataset(s) need as many"),
+    (_row(dataset="math", truth=4), "ground_truth", "math: expected a non-empty string"),
+    (_row(dataset="ifeval_old", truth='{"func_name": "nope"}'), "ground_truth", "ifeval_old"),
+    (_row(dataset="ifeval_old", truth="{not json"), "ground_truth", "not JSON"),
+    (_row(dataset=["gsm8k", 7], truth=["4", "5"]), "dataset[1]", "expected a verifier name"),
+    ([1, 2], None, "expected an object"),
+]
+
+
+def test_every_invalid_row_is_named_with_its_field_and_reported_together(tmp_path: Path) -> None:
+    data = _write(tmp_path / "bad.jsonl", [_row(), *(r for r, _, _ in BAD)])
+    (tmp_path / "out.parquet").write_bytes(b"kept")
+    with pytest.raises(DataValidationError) as err:
+        prepare_rlvr(data, tmp_path / "out.parquet")
+    issues = err.value.issues
+    assert [(i.row, i.field) for i in issues] == [(n + 1, f) for n, (_, f, _) in enumerate(BAD)]
+    for issue, (_, _, said) in zip(issues, BAD, strict=True):
+        assert said in issue.message and issue.file == str(data)
+    assert (tmp_path / "out.parquet").read_bytes() == b"kept"  # nothing half-written
+
+
+def test_skip_invalid_drops_and_lists_them(tmp_path: Path) -> None:
+    data = _write(tmp_path / "bad.jsonl", [_row(), _row("Q2"), _row(dataset="code")])
+    result = prepare_rlvr(data, tmp_path / "out.parquet", skip_invalid=True)
+    assert result.report["counts"]["rows_read"] == 3
+    assert result.report["counts"]["rows_dropped"] == {"invalid": 1}
+    assert result.report["counts"]["rows_written"] == {"train": 2}
+    [dropped] = result.report["dropped"]["listed"]
+    assert (dropped["row"], dropped["field"], dropped["reason"]) == (2, "dataset", "invalid")
+
+
+def test_labels_are_stored_as_the_verifier_reads_them(tmp_path: Path) -> None:
+    rows = [_row(truth=12), _row("Q", dataset="ifeval_old", truth={"func_name": "validate_lowercase",
+                                                                  "N": None})]  # fmt: skip
+    read = read_rlvr(_write(tmp_path / "d.jsonl", rows), remap_verifier={"numbers": "gsm8k"})
+    assert read.examples[0].labels == ("12",)  # open-instruct compares str(label)
+    assert json.loads(read.examples[1].labels[0]) == {"func_name": "validate_lowercase", "N": None}
+    remapped = read_rlvr(_write(tmp_path / "r.jsonl", [_row(dataset="Numbers")]),
+                         remap_verifier={"numbers": "gsm8k"})  # fmt: skip
+    assert remapped.examples[0].verifiers == ("gsm8k",)
+
+
+def test_verl_rlhf_dataset_loads_the_prepared_file(tmp_path: Path, tiny_tokenizer: Any) -> None:
+    from omegaconf import OmegaConf
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    result = prepare_rlvr(SAMPLE, tmp_path / "rlvr.parquet")
+    config = OmegaConf.create({"max_prompt_length": 512, "filter_overlong_prompts": True,
+                               "truncation": "error", "return_raw_chat": True,
+                               "cache_dir": str(tmp_path / "cache")})  # fmt: skip
+    dataset = RLHFDataset(data_files=[result.train_path], tokenizer=tiny_tokenizer, config=config)
+    assert len(dataset) == 12
+    item = dataset[11]
+    assert item["reward_model"]["ground_truth"] == ["24", "24 legs"]
+    assert item["extra_info"]["dataset"] == ["gsm8k", "string_matcher"]
