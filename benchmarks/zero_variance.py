@@ -1,0 +1,72 @@
+"""Zero-variance filtering (`grpo.filter_zero_std_samples`) on the tiny judge demos: what it saves
+per GRPO step and what the judge reaches, with and without, per mode and seed.
+
+    .venv/bin/python benchmarks/zero_variance.py      # 2 modes x 3 seeds x off/on (about 15 min)
+
+Every run is `judgeflow run grpo-<mode> --profile tiny --set data.seed=S --set
+grpo.filter_zero_std_samples=B` in a fresh JUDGEFLOW_HOME (benchmarks/demo.py's `run_tiny`).
+Per run it records TRL's training time over the steps (`train/summary/runtime` / steps: seconds
+per GRPO step, generation included), the share of completions trained on at the last step
+(`train/real_batch_size_ratio`), and the judge after GRPO on the validation split
+(`after/exact_match`, `after/reward_mean`). Writes benchmarks/results/zero-variance.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from demo import _STAMP, SEEDS, _write, run_tiny
+from stamp import stamp
+
+MODES = ("pointwise", "pairwise")
+STEPS = 40  # the tiny profile's grpo.max_steps
+
+
+def one(mode: str, seed: int, filtered: bool) -> dict[str, Any]:
+    sets = [f"data.seed={seed}", f"grpo.filter_zero_std_samples={str(filtered).lower()}"]
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="jf-zv-") as tmp:
+        _, metrics = run_tiny(Path(tmp), mode, sets)
+    return {
+        "mode": mode,
+        "seed": seed,
+        "filter_zero_std_samples": filtered,
+        "seconds_per_step": metrics["train/summary/runtime"] / STEPS,
+        "last_step_real_batch_size_ratio": metrics["train/real_batch_size_ratio"],
+        "sft_exact_match": metrics["sft/exact_match"],
+        "after_exact_match": metrics["after/exact_match"],
+        "after_reward_mean": metrics["after/reward_mean"],
+        "after_format_failure_rate": metrics["after/format_failure_rate"],
+        "seconds": round(time.monotonic() - started, 1),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
+    args = parser.parse_args(argv)
+    _STAMP.update(
+        stamp(" ".join(["benchmarks/zero_variance.py", *(sys.argv[1:] if argv is None else argv)]))
+    )
+    runs = []
+    for mode in args.modes:
+        for seed in args.seeds:
+            for filtered in (False, True):
+                run = one(mode, seed, filtered)
+                runs.append(run)
+                print(f"{mode} seed {seed} filter={filtered}: {run['seconds_per_step']:.2f} s/step, "
+                      f"exact_match {run['sft_exact_match']:.3f} -> {run['after_exact_match']:.3f}",
+                      flush=True)  # fmt: skip
+    _write("zero-variance.json", {"steps_per_run": STEPS, "runs": runs})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
