@@ -8,7 +8,8 @@ grpo.filter_zero_std_samples=B` in a fresh JUDGEFLOW_HOME (benchmarks/demo.py's 
 Per run it records TRL's training time over the steps (`train/summary/runtime` / steps: seconds
 per GRPO step, generation included), the share of completions trained on at the last step
 (`train/real_batch_size_ratio`), and the judge after GRPO on the validation split
-(`after/exact_match`, `after/reward_mean`). Writes benchmarks/results/zero-variance.json.
+(its primary metric: pointwise `exact_match`, pairwise `consistent_accuracy`; `reward_mean`).
+Writes benchmarks/results/zero-variance.json, again after every run (a failure keeps what ran).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from demo import _STAMP, SEEDS, _write, run_tiny
 from stamp import stamp
 
 MODES = ("pointwise", "pairwise")
+#: Each mode's primary metric, as benchmarks/readme.py's demo-seeds table uses it.
+PRIMARY = {"pointwise": "exact_match", "pairwise": "consistent_accuracy"}
 STEPS = 40  # the tiny profile's grpo.max_steps
 
 
@@ -39,8 +42,9 @@ def one(mode: str, seed: int, filtered: bool) -> dict[str, Any]:
         "filter_zero_std_samples": filtered,
         "seconds_per_step": metrics["train/summary/runtime"] / STEPS,
         "last_step_real_batch_size_ratio": metrics["train/real_batch_size_ratio"],
-        "sft_exact_match": metrics["sft/exact_match"],
-        "after_exact_match": metrics["after/exact_match"],
+        "metric": PRIMARY[mode],
+        "sft": metrics[f"sft/{PRIMARY[mode]}"],
+        "after": metrics[f"after/{PRIMARY[mode]}"],
         "after_reward_mean": metrics["after/reward_mean"],
         "after_format_failure_rate": metrics["after/format_failure_rate"],
         "seconds": round(time.monotonic() - started, 1),
@@ -62,9 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 run = one(mode, seed, filtered)
                 runs.append(run)
                 print(f"{mode} seed {seed} filter={filtered}: {run['seconds_per_step']:.2f} s/step, "
-                      f"exact_match {run['sft_exact_match']:.3f} -> {run['after_exact_match']:.3f}",
+                      f"{run['metric']} {run['sft']:.3f} -> {run['after']:.3f}",
                       flush=True)  # fmt: skip
-    _write("zero-variance.json", {"steps_per_run": STEPS, "runs": runs})
+                done = len(runs) == len(args.modes) * len(args.seeds) * 2
+                _write(
+                    "zero-variance.json", {"steps_per_run": STEPS, "complete": done, "runs": runs}
+                )
     return 0
 
 
