@@ -221,6 +221,43 @@ def demo_rules_table(source: Path) -> str:
     return "\n".join(lines)
 
 
+def zero_variance_table(source: Path) -> str:
+    """benchmarks/zero_variance.py: the tiny demos with and without zero-variance filtering."""
+    results = _json(source)
+    if not results.get("complete"):
+        raise ValueError(f"{source}: the benchmark did not finish; run it again")
+    lines = [
+        "| mode | data.seed | filtering | s per GRPO step | completions trained on (last step) "
+        "| primary metric SFT → GRPO | format failures after |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for run in results["runs"]:
+        lines.append(
+            f"| {run['mode']} | {run['seed']} | {'on' if run['filter_zero_std_samples'] else 'off'} "
+            f"| {run['seconds_per_step']:.2f} | {run['last_step_real_batch_size_ratio']:.2f} "
+            f"| {run['metric']} {run['sft']:.3f} → {run['after']:.3f} "
+            f"| {run['after_format_failure_rate']:.3f} |"
+        )
+    summary = []
+    for mode in dict.fromkeys(run["mode"] for run in results["runs"]):
+        runs = [r for r in results["runs"] if r["mode"] == mode]
+        per = {on: [r for r in runs if r["filter_zero_std_samples"] == on] for on in (False, True)}
+        step = {on: sum(r["seconds_per_step"] for r in rs) / len(rs) for on, rs in per.items()}
+        match = {on: sum(r["after"] for r in rs) / len(rs) for on, rs in per.items()}
+        summary.append(
+            f"{mode}: {step[False]:.2f} → {step[True]:.2f} s per step on average "
+            f"({(step[True] / step[False] - 1) * 100:+.0f}%), {runs[0]['metric']} after GRPO "
+            f"{match[False]:.3f} → {match[True]:.3f} on average over {len(per[True])} seeds"
+        )
+    lines += [
+        "",
+        "Without → with filtering: " + "; ".join(summary) + ".",
+        "",
+        f"`{source.relative_to(REPO)}`: {describe(results)}.",
+    ]
+    return "\n".join(lines)
+
+
 def _tables_meta(field: str, fmt: str) -> Callable[[Path], str]:
     def render(source: Path) -> str:
         return fmt.format(_json(source)[field])
@@ -263,6 +300,7 @@ REGIONS: dict[str, Region] = {
     "demo-seeds": Region("benchmarks/results/demo-seeds.json", demo_seeds_table),
     "demo-rules": Region("benchmarks/results/demo-rules.json", demo_rules_table),
     "grrm-seeds": Region("benchmarks/results/demo-seeds-grrm.json", grrm_seeds_table),
+    "zero-variance": Region("benchmarks/results/zero-variance.json", zero_variance_table),
     "tiny-model-parameters": Region(
         "benchmarks/results/demo-tables.json", _tables_meta("tiny_model_parameters", "{:,}")
     ),

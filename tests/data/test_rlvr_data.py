@@ -64,7 +64,13 @@ def test_prepared_rows_pay_through_the_rlvr_reward(tmp_path: Path) -> None:
 
 
 def test_validation_never_shares_a_prompt_with_training(tmp_path: Path) -> None:
-    rows = [_row("Same prompt?"), _row("same   PROMPT?", "5"), *(_row(f"Q{i}") for i in range(6))]
+    system = {"role": "system", "content": "Be brief."}
+    under_a_system_prompt = {
+        **_row("SAME prompt?"),
+        "messages": [system, *_row("SAME prompt?")["messages"]],
+    }
+    rows = [_row("Same prompt?"), _row("same   PROMPT?", "5"), under_a_system_prompt,
+            *(_row(f"Q{i}") for i in range(6))]  # fmt: skip
     result = prepare_rlvr(_write(tmp_path / "d.jsonl", rows), tmp_path / "o.parquet",
                           val_fraction=0.5, seed=0)  # fmt: skip
     hashes = {

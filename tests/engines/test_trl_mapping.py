@@ -57,9 +57,13 @@ def test_judge_defaults_reach_trls_grpo_config() -> None:
     [
         ("grpo.loss_agg_mode=seq-mean-token-sum", "grpo.loss_agg_mode"),
         ("grpo.loss_mode=clip_cov", "grpo.loss_mode"),
+        (
+            "grpo.filter_zero_std_samples=true grpo.loss_agg_mode=seq-mean-token-mean",
+            "grpo.filter_zero_std_samples=true needs grpo.loss_agg_mode=token-mean",
+        ),
     ],
 )
 def test_a_knob_trl_cannot_honour_is_a_config_error(override: str, named: str) -> None:
-    cfg = load_config("grpo-pointwise", overrides=["engine=trl", override])
+    cfg = load_config("grpo-pointwise", overrides=["engine=trl", *override.split()])
     with pytest.raises(ConfigError, match=named):
         params_from(cfg, "/out")

@@ -65,12 +65,18 @@ def test_all_zero_variance_leaves_every_micro_batch_empty() -> None:
     assert split.skipped == 2 and split.real_batch_size_ratio == 0.0
 
 
-def test_std_scaled_advantages_of_equal_rewards_count_as_zero() -> None:
-    """TRL divides by (std + 1e-4): float error in r - mean stays far below the threshold."""
-    rewards = torch.tensor([[0.1 + 0.2] * 4, [0.3, 0.3, 0.3, 0.31]], dtype=torch.float32)
-    mean, std = rewards.mean(1, keepdim=True), rewards.std(1, keepdim=True)
+@pytest.mark.parametrize(("value", "size"), [(0.1 + 0.2, 4), (1 / 3, 8), (2 / 3, 8), (0.1, 7)])
+def test_std_scaled_advantages_of_equal_rewards_count_as_no_variance(
+    value: float, size: int
+) -> None:
+    """As TRL computes them (float32, divided by std + 1e-4): equal rewards such as GRRM's 1/3
+    give advantages far from 0 (float error / 1e-4) but all equal; a group that differs by a
+    hundredth is varied."""
+    rewards = torch.tensor([[value] * size, [value] * (size - 1) + [value + 0.01]])
+    mean = rewards.mean(1, keepdim=True)
+    std = rewards.std(1, keepdim=True)
     advantages = ((rewards - mean) / (std + 1e-4)).flatten()
-    assert varied_rows(advantages, G).tolist() == [False] * 4 + [True] * 4
+    assert varied_rows(advantages, size).tolist() == [False] * size + [True] * size
 
 
 def test_batches_that_do_not_form_groups_are_refused() -> None:

@@ -166,7 +166,7 @@ class _Node:
     def __post_init__(self) -> None:
         base = os.environ.get("JUDGEFLOW_RAY_TMPDIR", "/tmp")
         # What a killed job on this node left (it ran no teardown): its lock died with it.
-        for stale in sweep_stale(base, TEMP_PREFIX):
+        for stale in sweep_stale(base, f"{TEMP_PREFIX}*"):
             self.log(f"[ray-bootstrap] removed {stale}: a killed job's, left behind")
         # Short on purpose: Ray's unix socket paths under it must stay below ~107 chars.
         tag = "".join(c for c in self.alloc.job_id if c.isalnum() or c in "-_")[-16:]

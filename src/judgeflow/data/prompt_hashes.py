@@ -54,8 +54,9 @@ def judge_prompt_hash(query: str, responses: Sequence[str]) -> str:
 
 
 def rlvr_prompt_hash(messages: Sequence[tuple[str, str]]) -> str:
-    """A policy prompt: its chat turns (role and normalised content), in order."""
-    return _digest("rlvr", [f"{role}:{normalise(content)}" for role, content in messages])
+    """A policy prompt: its user turns, normalised, in order. System turns do not count: the
+    same question under another system prompt is the same prompt to decontamination."""
+    return _digest("rlvr", [normalise(content) for role, content in messages if role == "user"])
 
 
 def grrm_prompt_hash(src_text: str) -> str:

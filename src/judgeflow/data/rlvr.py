@@ -11,8 +11,8 @@ label a JSON object naming one of its checks.
 
 Invalid rows are collected across all inputs and raised together (file, row, field) unless
 ``skip_invalid``, in which case they are dropped and listed in the report. Rows are split into
-train and validation by prompt (normalised user turns), so validation never shows a prompt that
-was trained on.
+train and validation by prompt (its user turns, normalised; a system turn does not make a
+prompt new), so validation never shows a prompt that was trained on.
 """
 
 from __future__ import annotations

@@ -122,6 +122,13 @@ class GrpoParams:
             raise ValueError(f"num_generations must be at least 2 (got {self.num_generations})")
         if self.prompts_per_step < 1 or self.micro_batch_size < 1:
             raise ValueError("prompts_per_step and micro_batch_size must be positive")
+        if self.filter_zero_std_samples and self.loss_type != "dapo":
+            # The other losses average within each micro-batch: a micro-batch the filtering
+            # left part-full would weigh each of its completions more.
+            raise ValueError(
+                "filter_zero_std_samples needs the token-mean loss (loss_type 'dapo'), "
+                f"not {self.loss_type!r}"
+            )
         if completions % self.micro_batch_size:
             raise ValueError(
                 f"prompts_per_step * num_generations ({completions}) must be a multiple of "
@@ -470,6 +477,14 @@ def _resumable_trainer_class() -> type[Any]:
             """TRL's own, but the micro-batches come from `zero_variance.micro_batches`."""
             if not self.model.training:
                 return super()._prepare_inputs(generation_batch)
+            if self.accelerator.num_processes > 1:
+                # Groups may span processes there, the DAPO token count is global, and a rank
+                # that skips a micro-batch would leave the others waiting in its collectives.
+                if self.filter_zero_std_samples:
+                    raise RuntimeError(
+                        "grpo.filter_zero_std_samples is for one process (CPU or one GPU)"
+                    )
+                return super()._prepare_inputs(generation_batch)
             steps = self.args.steps_per_generation
             if self._step % (steps * self.num_iterations) == 0 or self._buffered_inputs is None:
                 split = micro_batches(
@@ -524,6 +539,11 @@ def params_from(cfg: RunConfig, output_dir: str | Path) -> GrpoParams:
         raise ConfigError(
             f"grpo.loss_agg_mode={g.loss_agg_mode} has no TRL equivalent; use one of "
             f"{', '.join(LOSS_TYPES)} or engine=verl"
+        )
+    if g.filter_zero_std_samples and g.loss_agg_mode != "token-mean":
+        raise ConfigError(
+            "grpo.filter_zero_std_samples=true needs grpo.loss_agg_mode=token-mean on TRL (the "
+            "other losses average within a micro-batch, and a part-full one would weigh more)"
         )
     if g.loss_mode not in LOSS_MODES:
         raise ConfigError(

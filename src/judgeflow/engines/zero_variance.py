@@ -16,18 +16,21 @@ from typing import Any
 
 import torch
 
-#: An advantage this small is 0: TRL scales by (std + 1e-4), so a group of equal rewards gives
-#: at most float error / 1e-4, and any real difference in reward gives far more.
-ZERO_ADVANTAGE = 1e-6
-
-__all__ = ["ZERO_ADVANTAGE", "Split", "micro_batches", "varied_rows"]
+__all__ = ["Split", "micro_batches", "varied_rows"]
 
 
 def varied_rows(advantages: torch.Tensor, group_size: int) -> torch.Tensor:
-    """Per completion: does its group (``group_size`` consecutive rows) have reward variance."""
+    """Per completion: does its group (``group_size`` consecutive rows) have reward variance.
+
+    Equal rewards give bit-identical advantages whatever the scaling (``r - mean`` is the same
+    number for each, divided by the same std), but not zero ones: float32's std of eight rewards
+    of 1/3 is ~1e-8, and TRL divides by (std + 1e-4). So a group without variance is one whose
+    advantages are all equal, not all near zero.
+    """
     if advantages.numel() % group_size:
         raise ValueError(f"{advantages.numel()} completions do not form groups of {group_size}")
-    varied = (advantages.reshape(-1, group_size).abs() > ZERO_ADVANTAGE).any(dim=1)
+    groups = advantages.reshape(-1, group_size)
+    varied = groups.amax(dim=1) != groups.amin(dim=1)
     return varied.repeat_interleave(group_size)
 
 

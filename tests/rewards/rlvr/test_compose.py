@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import random
 import re
+from typing import Any
 
 import pytest
 
-from judgeflow.rewards.rlvr import UnknownVerifier
-from judgeflow.rewards.rlvr.compose import RewardRules, Rollout, compose, r1_format_holds
+from judgeflow.rewards.rlvr import UnknownVerifier, verify
+from judgeflow.rewards.rlvr.compose import RewardRules, Rewards, Rollout, compose, r1_format_holds
 from judgeflow.rewards.rlvr.sandbox import Outcome
+
+
+def _compose(rollouts: list[Rollout], rules: RewardRules, check: Any = verify) -> Rewards:
+    return compose(rollouts, rules, check=check)
+
 
 RIGHT_FORMATTED = "<think>2+2 is 4</think> <answer>4</answer>"
 RIGHT_UNFORMATTED = "It is 4"
@@ -19,7 +25,7 @@ WRONG_FORMATTED = "<think>hmm</think><answer>5</answer>"
 
 def _scores(rules: RewardRules, *responses: str, finish: str = "stop") -> list[float]:
     rollouts = [Rollout(r, "4", "gsm8k", finish) for r in responses]
-    return compose(rollouts, rules).scores
+    return _compose(rollouts, rules).scores
 
 
 @pytest.mark.parametrize(
@@ -69,7 +75,7 @@ def test_several_verifiers_of_one_row_are_summed_and_reported_each() -> None:
     one = Rollout("<think>x</think><answer>five</answer> so 4", ["4", "four"],
                   ["gsm8k", "string_matcher"])  # fmt: skip
     none = Rollout("<think>x</think><answer>3</answer>", "4", "gsm8k")
-    out = compose([both, one, none], RewardRules())
+    out = _compose([both, one, none], RewardRules())
     assert out.scores == [20.0, 10.0, 0.0]
     assert out.metrics["verifiable_reward"] == pytest.approx(10.0)
     assert out.metrics["verifiable_correct_rate"] == pytest.approx(2 / 3)
@@ -81,35 +87,35 @@ def test_several_verifiers_of_one_row_are_summed_and_reported_each() -> None:
 
 def test_correct_rate_counts_the_verifiable_reward_before_the_gate() -> None:
     """As open-instruct: a right answer without the format counts as correct, earns nothing."""
-    out = compose([Rollout(RIGHT_UNFORMATTED, "4", "gsm8k")], RewardRules())
+    out = _compose([Rollout(RIGHT_UNFORMATTED, "4", "gsm8k")], RewardRules())
     assert out.scores == [0.0]
     assert out.metrics["verifiable_correct_rate"] == 1.0
     assert out.metrics["format_score"] == 0.0
-    assert "format_score" not in compose([Rollout("4", "4", "gsm8k")],
+    assert "format_score" not in _compose([Rollout("4", "4", "gsm8k")],
                                          RewardRules(r1_style_format="off")).metrics  # fmt: skip
 
 
 def test_remapped_and_unknown_verifiers() -> None:
     rules = RewardRules(remap_verifier={"numbers": "gsm8k"})
-    out = compose([Rollout(RIGHT_FORMATTED, "4", "Numbers")], rules)
+    out = _compose([Rollout(RIGHT_FORMATTED, "4", "Numbers")], rules)
     assert out.scores == [10.0] and "gsm8k_correct_rate" in out.metrics
     with pytest.raises(UnknownVerifier, match="'numbers'"):
-        compose([Rollout(RIGHT_FORMATTED, "4", "numbers")], RewardRules())
+        _compose([Rollout(RIGHT_FORMATTED, "4", "numbers")], RewardRules())
 
 
 def test_a_row_with_more_datasets_than_labels_is_refused() -> None:
     with pytest.raises(ValueError, match=r"rollout 1: 2 dataset\(s\) need as many ground_truth"):
-        compose([Rollout("4", "4", "gsm8k"), Rollout("4", ["4"], ["gsm8k", "math"])],
+        _compose([Rollout("4", "4", "gsm8k"), Rollout("4", ["4"], ["gsm8k", "math"])],
                 RewardRules())  # fmt: skip
 
 
 def test_a_single_label_in_a_list_pairs_with_a_single_dataset() -> None:
-    assert compose([Rollout(RIGHT_FORMATTED, ["4"], "gsm8k")], RewardRules()).scores == [10.0]
+    assert _compose([Rollout(RIGHT_FORMATTED, ["4"], "gsm8k")], RewardRules()).scores == [10.0]
 
 
 def test_cut_short_checks_pay_zero_and_are_counted() -> None:
     outcomes = iter([Outcome(0.0, "timeout"), Outcome(0.0, "too_long"), Outcome(1.0, "ok")])
-    out = compose([Rollout(RIGHT_FORMATTED, "4", "gsm8k")] * 3, RewardRules(),
+    out = _compose([Rollout(RIGHT_FORMATTED, "4", "gsm8k")] * 3, RewardRules(),
                   check=lambda *_: next(outcomes))  # fmt: skip
     assert out.scores == [0.0, 0.0, 10.0]
     assert out.metrics["verifier_timeout"] == 1.0 and out.metrics["verifier_too_long"] == 1.0
@@ -126,3 +132,8 @@ def test_format_check_agrees_with_open_instructs_regex(seed: int) -> None:
     for _ in range(5000):
         text = "".join(rng.choice(parts) for _ in range(rng.randint(0, 8)))
         assert r1_format_holds(text) == bool(OPEN_INSTRUCT_FORMAT.match(text)), repr(text)
+
+
+def test_an_unknown_format_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="r1_style_format must be one of gated, additive, off"):
+        RewardRules(r1_style_format="Gated")  # type: ignore[arg-type]

@@ -63,3 +63,11 @@ def test_an_unknown_verifier_is_the_callers_error(sandbox: VerifierSandbox) -> N
     with pytest.raises(UnknownVerifier):
         sandbox.score("code", "x", "y")
     assert not sandbox.counts
+
+
+def test_a_child_that_died_between_checks_is_replaced(sandbox: VerifierSandbox) -> None:
+    assert sandbox.score("gsm8k", "1", "1").status == "ok"
+    assert sandbox._proc is not None
+    sandbox._proc.kill()  # as the OOM killer would
+    sandbox._proc.wait()
+    assert sandbox.score("gsm8k", "2", "2").status == "ok"

@@ -75,6 +75,8 @@ def test_gsm8k(prediction: str, label: object, expected: float) -> None:
         ("I do not know", "42", 0.0),
         # a label that is not a string never matches
         (r"\boxed{5}", 5, 0.0),
+        # equal as strings: paid without sympy (which would evaluate 9^387420489 for minutes)
+        (r"\boxed{9^{9^{9}}}", "9^{9^{9}}", 1.0),
     ],
 )
 def test_math(prediction: str, label: object, expected: float) -> None:
@@ -153,3 +155,19 @@ def test_ifeval_old_is_routed() -> None:
     label = '{"func_name": "validate_lowercase"}'
     assert verify("ifeval_old", "<think>THINKING</think>all lower", label) == 1.0
     assert verify("IFEVAL_OLD", "Not lower", label) == 0.0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_dollar_rule_matches_minervas_regex(seed: int) -> None:
+    """Minerva's `re.sub(r"(.*?)(\\$)(.*?)(\\$)(.*)", "$\\3$", …)`, quadratic on a long line
+    without two `$`, is a linear scan here: the same output on any text."""
+    import random
+    import re
+
+    from judgeflow.rewards.rlvr.math_answers import _dollar_spans
+
+    pattern = re.compile(r"(.*?)(\$)(.*?)(\$)(.*)")
+    rng = random.Random(seed)
+    for _ in range(20_000):
+        text = "".join(rng.choice("ab$\n\r x") for _ in range(rng.randint(0, 14)))
+        assert _dollar_spans(text) == pattern.sub("$\\3$", text), repr(text)

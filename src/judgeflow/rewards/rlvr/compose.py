@@ -23,12 +23,13 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from judgeflow.rewards.rlvr.sandbox import Outcome
-from judgeflow.rewards.rlvr.verifiers import resolve, verify
+from judgeflow.rewards.rlvr.verifiers import resolve
 
 FormatMode = Literal["gated", "additive", "off"]
+FORMAT_MODES: tuple[FormatMode, ...] = get_args(FormatMode)
 #: (verifier name, response, label) → a score, or an :class:`Outcome` (a sandbox's ``score``).
 Check = Callable[[str, str, Any], "float | Outcome"]
 
@@ -55,6 +56,13 @@ class RewardRules:
     non_stop_penalty: bool = False
     non_stop_penalty_value: float = -10.0
     remap_verifier: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.r1_style_format not in FORMAT_MODES:
+            raise ValueError(
+                f"r1_style_format must be one of {', '.join(FORMAT_MODES)}, "
+                f"got {self.r1_style_format!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -87,8 +95,12 @@ def _pairs(rollout: Rollout, index: int) -> list[tuple[str, Any]]:
     return list(zip(datasets, labels, strict=True))
 
 
-def compose(rollouts: Sequence[Rollout], rules: RewardRules, check: Check = verify) -> Rewards:
-    """Scores for ``rollouts`` and the metrics open-instruct logs for them."""
+def compose(rollouts: Sequence[Rollout], rules: RewardRules, *, check: Check) -> Rewards:
+    """Scores for ``rollouts`` and the metrics open-instruct logs for them.
+
+    ``check`` runs one verifier: a :class:`VerifierSandbox`'s ``score`` for a policy's text, or
+    :func:`verify` (in this process, unbounded) for text that is trusted.
+    """
     n = len(rollouts)
     holds = [r1_format_holds(r.response) for r in rollouts]
     format_scores = [rules.r1_style_format_reward if h else 0.0 for h in holds]

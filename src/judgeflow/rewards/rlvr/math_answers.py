@@ -19,7 +19,11 @@ The sympy step runs on bounded input only (:data:`MAX_SYMPY_CHARS`); the caller 
 
 from __future__ import annotations
 
+import contextlib
 import re
+import signal
+import threading
+from collections.abc import Iterator
 
 INVALID_ANSWER = "[invalidanswer]"
 #: Longer candidate answers are not handed to sympy (it can run for minutes); they still
@@ -219,21 +223,53 @@ def hendrycks_is_equiv(a: str | None, b: str | None) -> bool:
         return a == b
 
 
+#: open-instruct's bound on one sympy comparison (``math_utils.timeout(seconds=5)``).
+SYMPY_TIMEOUT_S = 5
+
+
 def sympy_is_equiv(a: str, b: str) -> bool:
-    """Both parse as LaTeX and their difference simplifies to 0. Any failure is "not equal"."""
+    """Both parse as LaTeX and their difference simplifies to 0. A parse error, a failed
+    subtraction or a comparison past :data:`SYMPY_TIMEOUT_S` is "not equal", as in
+    open-instruct. The alarm only works in a main thread (the sandbox's child runs there) and
+    cannot stop a single long C call; the sandbox's own timeout is the backstop."""
     if len(a) > MAX_SYMPY_CHARS or len(b) > MAX_SYMPY_CHARS:
         return False
+    import lark  # noqa: F401  (sympy's Lark backend: without it every comparison would be False)
     import sympy
     from sympy.parsing.latex import parse_latex
 
     try:
-        return bool(
-            sympy.simplify(parse_latex(a, backend="lark") - parse_latex(b, backend="lark")) == 0
-        )
-    except Exception:  # parse errors, TypeError on subtracting relations, sympy's ValueErrors
+        with _alarm(SYMPY_TIMEOUT_S):
+            difference = parse_latex(a, backend="lark") - parse_latex(b, backend="lark")
+            return bool(sympy.simplify(difference) == 0)
+    except Exception:  # the alarm, parse errors, TypeError on subtracting relations, sympy's
         return False
 
 
+class _SympyTimeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _alarm(seconds: int) -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum: int, frame: object) -> None:
+        raise _SympyTimeout
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+
+
 def is_equiv(answer: str, label: str) -> bool:
-    """open-instruct's test: sympy equivalence, then Hendrycks' string equivalence."""
-    return sympy_is_equiv(answer, label) or hendrycks_is_equiv(answer, label)
+    """open-instruct's test, ``is_equiv(...) or hendrycks_is_equiv(...)``, with the cheap string
+    comparison first: the same answer whenever both finish, and no sympy call when the strings
+    already agree."""
+    return hendrycks_is_equiv(answer, label) or sympy_is_equiv(answer, label)

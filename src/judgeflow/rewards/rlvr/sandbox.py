@@ -19,6 +19,7 @@ import resource
 import selectors
 import subprocess
 import sys
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +48,10 @@ def _serve(memory_mb: int, stdin: IO[str], stdout: IO[str]) -> None:
     limit = memory_mb * 2**20
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    sympy_is_equiv("1", "1")  # import sympy and build the LaTeX parser before the clock runs
+    # Import sympy and build the LaTeX parser before any clock runs; a broken install (no lark)
+    # fails here, loudly, instead of turning every math comparison into a silent 0.
+    if not sympy_is_equiv("1", "1"):
+        raise SystemExit("the math verifier's LaTeX parser does not work (is lark installed?)")
     print(json.dumps(READY), file=stdout, flush=True)
     for line in stdin:
         try:
@@ -74,12 +78,18 @@ class VerifierSandbox:
     memory_mb: int = 2048
     counts: Counter[str] = field(default_factory=Counter)
     _proc: subprocess.Popen[str] | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def score(self, name: str, prediction: str, label: Any) -> Outcome:
         """``verify(name, prediction, label)`` within the bounds; 0 with a status past them."""
         resolve(name)  # an unknown verifier is the caller's error, not the policy's
         if len(prediction) > self.max_chars:
-            return self._count(Outcome(0.0, "too_long", f"{len(prediction):,} characters"))
+            with self._lock:
+                return self._count(Outcome(0.0, "too_long", f"{len(prediction):,} characters"))
+        with self._lock:  # one request in flight: the answers come back in order
+            return self._ask(name, prediction, label)
+
+    def _ask(self, name: str, prediction: str, label: Any) -> Outcome:
         proc = self._child()
         assert proc.stdin is not None
         try:
@@ -94,7 +104,11 @@ class VerifierSandbox:
         if not line:
             self._stop()
             return self._count(Outcome(0.0, "error", "the verifier process died"))
-        status, value = json.loads(line)
+        try:
+            status, value = json.loads(line)
+        except ValueError:  # not our protocol: a stray write; the child's state is unknown
+            self._stop()
+            return self._count(Outcome(0.0, "error", f"unreadable answer {line[:80]!r}"))
         if status == "ok":
             return self._count(Outcome(float(value), "ok"))
         return self._count(Outcome(0.0, "error", str(value)))
@@ -166,7 +180,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="judgeflow's verifier child (see VerifierSandbox)")
     parser.add_argument("--memory-mb", type=int, default=2048)
     args = parser.parse_args(argv)
-    _serve(args.memory_mb, sys.stdin, sys.stdout)
+    # The protocol gets fd 1 to itself; anything else that prints (a library's warning on
+    # stdout) goes to stderr instead of into the answers.
+    protocol = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    _serve(args.memory_mb, sys.stdin, protocol)
 
 
 if __name__ == "__main__":

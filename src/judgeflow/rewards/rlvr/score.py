@@ -1,4 +1,4 @@
-"""One response's RLVR reward in verl's ``compute_score`` signature (TRL's adapter calls it too).
+"""One response's RLVR reward in verl's ``compute_score`` signature.
 
 verl loads this file by path (``custom_reward_function.path``) and passes
 ``custom_reward_function.reward_kwargs`` as keyword arguments: the :class:`RewardRules` fields
