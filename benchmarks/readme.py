@@ -227,14 +227,14 @@ def zero_variance_table(source: Path) -> str:
     if not results.get("complete"):
         raise ValueError(f"{source}: the benchmark did not finish; run it again")
     lines = [
-        "| mode | data.seed | filtering | s per GRPO step | completions trained on (last step) "
+        "| mode | data.seed | filtering | s per GRPO step | real_batch_size_ratio (mean of steps) "
         "| primary metric SFT → GRPO | format failures after |",
         "|---|---|---|---|---|---|---|",
     ]
     for run in results["runs"]:
         lines.append(
             f"| {run['mode']} | {run['seed']} | {'on' if run['filter_zero_std_samples'] else 'off'} "
-            f"| {run['seconds_per_step']:.2f} | {run['last_step_real_batch_size_ratio']:.2f} "
+            f"| {run['seconds_per_step']:.2f} | {run['mean_real_batch_size_ratio']:.2f} "
             f"| {run['metric']} {run['sft']:.3f} → {run['after']:.3f} "
             f"| {run['after_format_failure_rate']:.3f} |"
         )

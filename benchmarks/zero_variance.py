@@ -6,8 +6,9 @@ per GRPO step and what the judge reaches, with and without, per mode and seed.
 Every run is `judgeflow run grpo-<mode> --profile tiny --set data.seed=S --set
 grpo.filter_zero_std_samples=B` in a fresh JUDGEFLOW_HOME (benchmarks/demo.py's `run_tiny`).
 Per run it records TRL's training time over the steps (`train/summary/runtime` / steps: seconds
-per GRPO step, generation included), the share of completions trained on at the last step
-(`train/real_batch_size_ratio`), and the judge after GRPO on the validation split
+per GRPO step, generation included), the share of completions in groups with reward variance
+averaged over the steps (`train/real_batch_size_ratio`, from the run's MLflow history), and the
+judge after GRPO on the validation split
 (its primary metric: pointwise `exact_match`, pairwise `consistent_accuracy`; `reward_mean`).
 Writes benchmarks/results/zero-variance.json, again after every run (a failure keeps what ran).
 """
@@ -15,6 +16,7 @@ Writes benchmarks/results/zero-variance.json, again after every run (a failure k
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 import tempfile
 import time
@@ -22,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from demo import _STAMP, SEEDS, _write, run_tiny
+from demo import _RUN_ID, _STAMP, SEEDS, _write, run_tiny
 from stamp import stamp
 
 MODES = ("pointwise", "pairwise")
@@ -31,17 +33,35 @@ PRIMARY = {"pointwise": "exact_match", "pairwise": "consistent_accuracy"}
 STEPS = 40  # the tiny profile's grpo.max_steps
 
 
+def _history(home: Path, output: str, key: str) -> list[float]:
+    """Every step's value of metric `key` in the run `output` names, from its MLflow store."""
+    run_id = _RUN_ID.search(output)
+    assert run_id is not None  # run_tiny checked it
+    db = sqlite3.connect(f"file:{home / 'mlflow.db'}?mode=ro", uri=True)
+    try:
+        rows = db.execute(
+            "SELECT value FROM metrics WHERE run_uuid = ? AND key = ? ORDER BY step",
+            (run_id.group(1), key),
+        ).fetchall()
+    finally:
+        db.close()
+    return [value for (value,) in rows]
+
+
 def one(mode: str, seed: int, filtered: bool) -> dict[str, Any]:
     sets = [f"data.seed={seed}", f"grpo.filter_zero_std_samples={str(filtered).lower()}"]
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="jf-zv-") as tmp:
-        _, metrics = run_tiny(Path(tmp), mode, sets)
+        output, metrics = run_tiny(Path(tmp), mode, sets)
+        ratios = _history(Path(tmp), output, "train/real_batch_size_ratio")
+    if len(ratios) != STEPS:
+        raise RuntimeError(f"{len(ratios)} steps logged real_batch_size_ratio, not {STEPS}")
     return {
         "mode": mode,
         "seed": seed,
         "filter_zero_std_samples": filtered,
         "seconds_per_step": metrics["train/summary/runtime"] / STEPS,
-        "last_step_real_batch_size_ratio": metrics["train/real_batch_size_ratio"],
+        "mean_real_batch_size_ratio": sum(ratios) / len(ratios),
         "metric": PRIMARY[mode],
         "sft": metrics[f"sft/{PRIMARY[mode]}"],
         "after": metrics[f"after/{PRIMARY[mode]}"],

@@ -139,3 +139,35 @@ def test_judge_reads_a_shipped_sample(tmp_path: Path, tiny_model: Path) -> None:
     assert f"judged    : {len(expected)} rows of sample://rewardbench2.jsonl" in result.output
     ids = [json.loads(line)["id"] for line in out.read_text().splitlines()]
     assert ids == expected  # a verdict for every response of every record, in the file's order
+
+
+RLVR_SAMPLE = (
+    Path(__file__).resolve().parents[2] / "src/judgeflow/samples/rlvr/open_instruct_mixed.jsonl"
+)
+
+
+def test_prepare_rlvr_writes_the_split_and_names_a_bad_row(tmp_path: Path) -> None:
+    out = tmp_path / "rlvr.parquet"
+    ok = runner.invoke(app, ["prepare", "rlvr", "-i", str(RLVR_SAMPLE), "-o", str(out),
+                             "--val-fraction", "0.25", "--remap-verifier", "numbers=gsm8k"])  # fmt: skip
+    assert ok.exit_code == 0, ok.output
+    assert pq.read_table(out).num_rows + pq.read_table(tmp_path / "rlvr.val.parquet").num_rows == 12
+    assert "rows read 12" in ok.output
+    report = json.loads((tmp_path / "rlvr.report.json").read_text())
+    assert report["parameters"]["remap_verifier"] == {"numbers": "gsm8k"}
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"messages": [{"role": "user", "content": "2+2?"}],
+                               "ground_truth": "4", "dataset": "numbers"}) + "\n")  # fmt: skip
+    refused = runner.invoke(
+        app, ["prepare", "rlvr", "-i", str(bad), "-o", str(tmp_path / "b.parquet")]
+    )
+    assert refused.exit_code == 2
+    assert "bad.jsonl: row 0, field 'dataset'" in refused.output
+    assert "--skip-invalid" in refused.output  # the way out, as a flag of this command
+    remapped = runner.invoke(app, ["prepare", "rlvr", "-i", str(bad), "-o", str(tmp_path / "b.parquet"),
+                                   "--remap-verifier", "numbers=gsm8k"])  # fmt: skip
+    assert remapped.exit_code == 0, remapped.output
+    typo = runner.invoke(app, ["prepare", "rlvr", "-i", str(bad), "-o", str(tmp_path / "c.parquet"),
+                               "--remap-verifier", "numbers"])  # fmt: skip
+    assert typo.exit_code == 2 and "OLD=NEW" in typo.output

@@ -212,3 +212,57 @@ def test_a_partially_saved_checkpoint_is_skipped(tmp_path: Path) -> None:
     (tmp_path / "checkpoint-final").mkdir()
     assert last_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-4"
     assert last_complete_checkpoint(tmp_path / "absent") is None
+
+
+def test_rlvr_reward_adapter_pays_verifiers_and_penalises_truncation() -> None:
+    """reward="rlvr": the verifiers pay, TRL's truncation test (no stop token at the end) gives
+    the non-stop penalty, and two probes report format failures and verifiable correctness."""
+    rules = {"r1_style_format": "off", "non_stop_penalty": True}
+    score, format_failure, correct = reward_functions("rlvr", rlvr_rules=rules, stop_token_ids={0})
+    completions = [
+        [{"role": "assistant", "content": "so the answer is 4"}],  # right, stopped
+        [{"role": "assistant", "content": "so the answer is 4"}],  # right, cut off
+        [{"role": "assistant", "content": "<answer>paris</answer>"}],  # right, other verifier
+        [{"role": "assistant", "content": "5"}],  # wrong, stopped
+    ]
+    kwargs: dict[str, Any] = {
+        "reward_model": [{"ground_truth": ["4"]}, {"ground_truth": ["4"]},
+                         {"ground_truth": ["Paris"]}, {"ground_truth": ["4"]}],
+        "data_source": ["gsm8k", "gsm8k", "string_matcher", "gsm8k"],
+        "extra_info": [{"dataset": ["gsm8k"]}, {"dataset": ["gsm8k"]},
+                       {"dataset": ["string_matcher"]}, {"dataset": ["gsm8k"]}],
+        "completion_ids": [[5, 6, 0], [5, 6, 7], [8, 0], [9, 0]],
+    }  # fmt: skip
+    assert score(completions, **kwargs) == [10.0, -10.0, 10.0, 0.0]
+    assert correct(completions, **kwargs) == [1.0, 1.0, 1.0, 0.0]  # before the penalty
+    assert format_failure(completions, **kwargs) == [0.0] * 4  # the format is off
+    gated_score, gated_failure, _ = reward_functions("rlvr")
+    assert gated_score(completions, **kwargs)[0] == 0.0  # gated (default): no </think>, no pay
+    assert gated_failure(completions, **kwargs) == [1.0] * 4
+
+
+def test_grpo_with_verifiable_rewards_on_rlvr_rows(tmp_path: Path, tiny_model: Path) -> None:
+    """A policy trained on prepared RLVR rows (`judgeflow prepare rlvr`'s parquet) with the
+    verifiers paying: the run completes and reports verifiable_correct_rate."""
+    from judgeflow.data.rlvr import prepare_rlvr
+
+    sample = (
+        Path(__file__).resolve().parents[2] / "src/judgeflow/samples/rlvr/open_instruct_mixed.jsonl"
+    )
+    prepared = prepare_rlvr(sample, tmp_path / "rlvr.parquet")
+    logged: list[dict[str, float]] = []
+    params = GrpoParams(
+        model_path=str(tiny_model), output_dir=str(tmp_path / "run"), reward="rlvr",
+        learning_rate=1e-4, num_generations=4, prompts_per_step=2, micro_batch_size=4,
+        max_prompt_length=256, max_completion_length=8, max_steps=2, save_steps=10,
+        use_cpu=True, rlvr_rules={"r1_style_format": "off", "non_stop_penalty": True},
+    )  # fmt: skip
+    result = train_grpo(params, prepared.train_path, metrics_sink=lambda m, s: logged.append(m))
+    assert result.global_step == 2
+    steps = [m for m in logged if "train/loss" in m]
+    assert len(steps) == 2
+    for metrics in steps:
+        assert 0.0 <= metrics["train/verifiable_correct_rate"] <= 1.0
+        assert metrics["train/format_failure_rate"] == 0.0  # the format is off
+        # 8 new tokens rarely end the untrained model's reply: truncated ones earn -10
+        assert -10.0 <= metrics["train/reward_mean"] <= 10.0

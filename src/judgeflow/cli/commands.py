@@ -167,6 +167,58 @@ def prepare_judge_cmd(
     )
 
 
+@prepare_app.command("rlvr")
+def prepare_rlvr_cmd(
+    input: Annotated[
+        list[Path],
+        typer.Option(
+            "--input", "-i", help="open-instruct RLVR rows (messages, ground_truth, dataset)."
+        ),
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="verl RL parquet to write.")],
+    val_fraction: Annotated[
+        float, typer.Option(min=0.0, max=0.99, help="Share of prompts held out for validation.")
+    ] = 0.0,
+    seed: Annotated[int, typer.Option(help="Seed of the split.")] = 0,
+    remap_verifier: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="OLD=NEW: rows whose dataset is OLD use the verifier NEW (open-instruct's "
+            "--remap_verifier); repeatable."
+        ),
+    ] = None,
+    skip_invalid: Annotated[
+        bool, typer.Option(help="Drop invalid rows (counted in the report) instead of failing.")
+    ] = False,
+) -> None:
+    """Policy RLVR data: every row checked against its verifiers, split by prompt, a report."""
+    from judgeflow.data.rlvr import prepare_rlvr
+
+    remap = {}
+    for item in remap_verifier or []:
+        old, sep, new = item.partition("=")
+        if not sep or not old.strip() or not new.strip():
+            raise _fail(ValueError(f"--remap-verifier takes OLD=NEW, got {item!r}"))
+        remap[old.strip()] = new.strip()
+    try:
+        result = prepare_rlvr(
+            [str(p) for p in input], str(output), val_fraction=val_fraction, seed=seed,
+            remap_verifier=remap, skip_invalid=skip_invalid,
+        )  # fmt: skip
+    except _user_errors() as exc:
+        raise _fail(exc, JUDGE_FLAGS) from None
+    console.print(f"[green]train[/] {result.train_path}")
+    if result.val_path:
+        console.print(f"[green]val[/]   {result.val_path}")
+    console.print(f"[green]report[/] {result.report_path}")
+    counts = result.report["counts"]
+    verifiers = result.report["splits"]["train"]["verifiers"]
+    console.print(
+        f"rows read {counts['rows_read']}, rows written {counts['rows_written']}, dropped "
+        f"{counts['rows_dropped']['invalid']} invalid; train verifiers {verifiers}"
+    )
+
+
 @prepare_app.command("grrm-sft")
 def prepare_grrm_sft_cmd(
     input: Annotated[

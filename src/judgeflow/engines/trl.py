@@ -17,10 +17,10 @@ import importlib
 import json
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from transformers import TrainerCallback
 
@@ -54,6 +54,7 @@ LineSink = Callable[[str], None]
 #: Columns the reward adapter reads; TRL hands every non-prompt column to reward functions.
 _REWARD_COLUMNS = ("data_source", "reward_model", "extra_info")
 _FORMAT_FAILURE = "format_failure"
+_VERIFIABLE_CORRECT = "verifiable_correct"
 #: TRL 0.24 log keys -> the stable names judgeflow reports (same names for every engine).
 _RENAMES = {
     "reward": "reward_mean",
@@ -63,6 +64,7 @@ _RENAMES = {
     "loss": "loss",
     "completions/mean_length": "completion_length",
     f"rewards/{_FORMAT_FAILURE}/mean": "format_failure_rate",
+    f"rewards/{_VERIFIABLE_CORRECT}/mean": "verifiable_correct_rate",
     "learning_rate": "learning_rate",
 }
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_\-. /]")  # what MLflow accepts in a metric name
@@ -80,7 +82,7 @@ class GrpoParams:
 
     model_path: str
     output_dir: str
-    reward: Mode
+    reward: Mode | Literal["rlvr"]  # rlvr: a policy paid by verifiers (`judgeflow.rewards.rlvr`)
     learning_rate: float = 1e-6
     num_generations: int = 4
     prompts_per_step: int = 1
@@ -115,6 +117,9 @@ class GrpoParams:
     #: open-instruct's --filter_zero_std_samples: completions of groups without reward variance
     #: are not trained on (their micro-batches skipped; `engines.zero_variance`).
     filter_zero_std_samples: bool = False
+    #: reward="rlvr": the reward's settings (`judgeflow.rewards.rlvr.score.compute_score`'s
+    #: keywords: RewardRules fields and the sandbox's bounds).
+    rlvr_rules: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         completions = self.prompts_per_step * self.num_generations
@@ -176,14 +181,22 @@ def train_grpo(
     data_order = _DataOrderRecorder(
         output_dir / DATA_ORDER_FILE, params.num_generations, _checkpoint_step(resumed_from)
     )
-    reward_funcs: list[Any] = [*reward_functions(params.reward, observe=data_order.observe)]
+    tokenizer = _tokenizer(params.model_path)
+    reward_funcs: list[Any] = [
+        *reward_functions(
+            params.reward,
+            observe=data_order.observe,
+            rlvr_rules=params.rlvr_rules,
+            stop_token_ids={tokenizer.eos_token_id, tokenizer.pad_token_id} - {None},
+        )
+    ]
     trainer = _resumable_trainer_class()(
         model=params.model_path,
         reward_funcs=reward_funcs,
         args=_grpo_config(params, has_eval=eval_file is not None),
         train_dataset=load_rl_parquet(train_file),
         eval_dataset=load_rl_parquet(eval_file) if eval_file is not None else None,
-        processing_class=_tokenizer(params.model_path),
+        processing_class=tokenizer,
         callbacks=[recorder, data_order],
     )
     trainer.filter_zero_std_samples = params.filter_zero_std_samples
@@ -267,26 +280,50 @@ def load_rl_parquet(path: str | Path) -> Dataset:
 
 
 def reward_functions(
-    reward: str, *, observe: Callable[[Mapping[str, Any]], None] | None = None
+    reward: str,
+    *,
+    observe: Callable[[Mapping[str, Any]], None] | None = None,
+    rlvr_rules: Mapping[str, Any] | None = None,
+    stop_token_ids: Collection[int] = (),
 ) -> list[Callable[..., list[float]]]:
     """TRL reward functions over `judgeflow.rewards.<reward>.compute_score`.
 
     The first pays the verl `score`; the second reports `1 - valid_answer` and is given weight
     0, so TRL logs the format-failure rate (`rewards/format_failure/mean`) without paying it.
-    `observe` sees the reward inputs of every scored batch (the rows being trained on), once.
+    `reward="rlvr"` adds a third, also unpaid: the share of completions with a verifiable
+    reward (`verifiable_correct_rate`); its settings are `rlvr_rules`, and a completion that does
+    not end in one of `stop_token_ids` (TRL's own test for truncation) has finish reason
+    `length`, for the non-stop penalty. `observe` sees the reward inputs of every scored batch
+    (the rows being trained on), once.
     """
-    compute_score = importlib.import_module(f"judgeflow.rewards.{reward}").compute_score
+    if reward == "rlvr":
+        from judgeflow.rewards.rlvr.score import compute_score
+
+        rules, stops = dict(rlvr_rules or {}), set(stop_token_ids)
+    else:
+        compute_score = importlib.import_module(f"judgeflow.rewards.{reward}").compute_score
+        rules, stops = {}, set()
+    last: list[Any] = [None, None]  # the batch the functions were last called on, its results
 
     def results(completions: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        if last[0] is completions:  # TRL calls every function on one batch: score it once
+            return cast("list[Mapping[str, Any]]", last[1])
         n = len(completions)
         sources = kwargs.get("data_source") or [""] * n
         extras = kwargs.get("extra_info") or [None] * n
-        return [
-            compute_score(source, _completion_text(c), (rm or {}).get("ground_truth"), extra)
-            for c, rm, source, extra in zip(
-                completions, kwargs["reward_model"], sources, extras, strict=True
-            )
-        ]
+        ids = kwargs.get("completion_ids") or [None] * n
+        scored: list[Mapping[str, Any]] = []
+        for c, rm, source, extra, token_ids in zip(
+            completions, kwargs["reward_model"], sources, extras, ids, strict=True
+        ):
+            settings = dict(rules)
+            if reward == "rlvr" and stops:
+                stopped = bool(token_ids) and token_ids[-1] in stops
+                settings["finish_reason"] = "stop" if stopped else "length"
+            truth = (rm or {}).get("ground_truth")
+            scored.append(compute_score(source, _completion_text(c), truth, extra, **settings))
+        last[:] = [completions, scored]
+        return scored
 
     def score(completions: Sequence[Any], **kwargs: Any) -> list[float]:
         if observe is not None:
@@ -296,9 +333,13 @@ def reward_functions(
     def format_failure(completions: Sequence[Any], **kwargs: Any) -> list[float]:
         return [1.0 - float(r["valid_answer"]) for r in results(completions, kwargs)]
 
+    def verifiable_correct(completions: Sequence[Any], **kwargs: Any) -> list[float]:
+        return [float(r["verifiable_reward"] > 0) for r in results(completions, kwargs)]
+
     score.__name__ = reward  # TRL names the per-function metrics after __name__
     format_failure.__name__ = _FORMAT_FAILURE
-    return [score, format_failure]
+    verifiable_correct.__name__ = _VERIFIABLE_CORRECT
+    return [score, format_failure, *([verifiable_correct] if reward == "rlvr" else [])]
 
 
 def map_trl_logs(logs: Mapping[str, Any]) -> dict[str, float]:
@@ -620,7 +661,8 @@ def _grpo_config(params: GrpoParams, *, has_eval: bool) -> Any:
         importance_sampling_level=params.importance_sampling_level,
         shuffle_dataset=params.shuffle_dataset,
         scale_rewards=params.scale_rewards,
-        reward_weights=[1.0, 0.0],  # the score pays; the format-failure probe only reports
+        # The score pays; the format-failure (and verifiable-correct) probes only report.
+        reward_weights=[1.0, 0.0, *([0.0] if params.reward == "rlvr" else [])],
         save_strategy="steps",
         save_steps=params.save_steps,
         save_total_limit=params.save_total_limit,
