@@ -93,6 +93,14 @@ def _fail(exc: Exception, names: OptionNamer | None = None) -> typer.Exit:
     return typer.Exit(code=2)
 
 
+def _print_written(result: Any) -> None:
+    """Where a preparation wrote its files (`PrepareResult`)."""
+    console.print(f"[green]train[/] {result.train_path}")
+    if result.val_path:
+        console.print(f"[green]val[/]   {result.val_path}")
+    console.print(f"[green]report[/] {result.report_path}")
+
+
 @prepare_app.command("judge")
 def prepare_judge_cmd(
     mode: Annotated[
@@ -154,10 +162,7 @@ def prepare_judge_cmd(
     except _user_errors() as exc:
         raise _fail(exc, JUDGE_FLAGS) from None
     report = result.report
-    console.print(f"[green]train[/] {result.train_path}")
-    if result.val_path:
-        console.print(f"[green]val[/]   {result.val_path}")
-    console.print(f"[green]report[/] {result.report_path}")
+    _print_written(result)
     counts = report["counts"]
     dropped = {k: v for k, v in report["dropped"]["by_reason"].items() if v}
     console.print(
@@ -207,10 +212,7 @@ def prepare_rlvr_cmd(
         )  # fmt: skip
     except _user_errors() as exc:
         raise _fail(exc, JUDGE_FLAGS) from None
-    console.print(f"[green]train[/] {result.train_path}")
-    if result.val_path:
-        console.print(f"[green]val[/]   {result.val_path}")
-    console.print(f"[green]report[/] {result.report_path}")
+    _print_written(result)
     counts = result.report["counts"]
     verifiers = result.report["splits"]["train"]["verifiers"]
     console.print(

@@ -36,7 +36,7 @@ from judgeflow.data.io import PathLike, atomic_write_many, exists, parquet_bytes
 from judgeflow.data.jsonl import not_an_object
 from judgeflow.data.prepare import PrepareResult, output_paths
 from judgeflow.data.prompt_hashes import rlvr_prompt_hash
-from judgeflow.data.readers import DroppedRow, InputSummary, iter_records
+from judgeflow.data.readers import DroppedRow, InputSummary, _got, _Invalid, iter_records
 from judgeflow.rewards.rlvr.if_functions import IF_FUNCTIONS
 from judgeflow.rewards.rlvr.verifiers import UnknownVerifier, resolve
 
@@ -70,21 +70,6 @@ class RlvrRead:
     rows_read: int = 0
     dropped: list[DroppedRow] = field(default_factory=list)
     inputs: list[InputSummary] = field(default_factory=list)
-
-
-class _Invalid(Exception):
-    def __init__(self, field: str | None, message: str) -> None:
-        super().__init__(message)
-        self.field, self.message = field, message
-
-
-def _got(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, str | int | float | bool):
-        text = repr(value)
-        return text if len(text) <= 60 else text[:57] + "..."
-    return f"a {type(value).__name__}"
 
 
 def _messages(value: Any) -> tuple[tuple[str, str], ...]:
