@@ -4,6 +4,8 @@
     .venv/bin/python benchmarks/demo.py seeds      # data.seed 1, 2, 3 x both modes (about 20 min)
     .venv/bin/python benchmarks/demo.py seeds --modes grrm [--set KEY=VALUE …] --output NAME.json
     .venv/bin/python benchmarks/demo.py rules      # what one-line rules score on the demo data
+    .venv/bin/python benchmarks/demo.py seeds --modes rlvr --output demo-seeds-rlvr.json
+    .venv/bin/python benchmarks/demo.py rlvr-rules # what one-line rules score on the RLVR task
 
 Every run is `judgeflow run grpo-<mode> --profile tiny [--set data.seed=S]` as a subprocess in
 a fresh JUDGEFLOW_HOME (a temp dir; the tiny model built as `make demo`'s bootstrap builds it),
@@ -20,6 +22,9 @@ with nothing from the caller's environment pointing it at other services.
 - `seeds --modes grrm` does the same for `judgeflow run grrm-full --profile tiny`, whose bar is
   RLVR raising the ranking accuracy over the SFT model; `--set` passes overrides to every run
   (recorded in the file) and `--output` names the file.
+- `seeds --modes rlvr`: `judgeflow run rlvr --profile tiny`, whose bar is the held-out
+  `verifiable_correct_rate` at least `MIN_GAIN` above the SFT model's, format failures at most
+  `MAX_FORMAT_FAILURES`; `rlvr-rules` writes demo-rules-rlvr.json (`rlvr_demo_data.RULES`).
 - `rules` writes benchmarks/results/demo-rules.json: `judgeflow.dev.demo_data.RULES` scored by
   the evaluation's own metric code on the validation files (overall and per subset).
 
@@ -50,7 +55,12 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 BIN = Path(sys.executable).parent
 MODES = JUDGE_MODES
-RECIPES = {"pointwise": "grpo-pointwise", "pairwise": "grpo-pairwise", "grrm": "grrm-full"}
+RECIPES = {
+    "pointwise": "grpo-pointwise",
+    "pairwise": "grpo-pairwise",
+    "grrm": "grrm-full",
+    "rlvr": "rlvr",
+}
 SEEDS = (1, 2, 3)
 #: The demo's bar for GRPO, per seed and mode (issue 17).
 MIN_GAIN = 0.15
@@ -167,20 +177,28 @@ def seeds(
             if mode == "grrm":
                 ranking = after["overall"]["ranking_accuracy"] - sft["overall"]["ranking_accuracy"]
                 ok = ranking > 0 and failures <= sft["overall"]["format_failure_rate"]
+            elif mode == "rlvr":  # a policy: its held-out verifiable_correct_rate (issue 27)
+                primary = "verifiable_correct_rate"
+                gain = after["overall"][primary] - sft["overall"][primary]
+                ok = gain >= MIN_GAIN and failures <= MAX_FORMAT_FAILURES
             else:
                 ok = gain >= MIN_GAIN and failures <= MAX_FORMAT_FAILURES
             seconds = round(time.monotonic() - t0, 1)
+            gain_name = "verifiable_correct_gain" if mode == "rlvr" else "reward_gain"
             runs.append({"mode": mode, "seed": seed, "sft": sft, "after": after,
-                         "reward_gain": gain, "meets_bar": ok, "seconds": seconds})  # fmt: skip
-            print(f"{mode} seed {seed}: reward {sft['overall']['reward_mean']:.3f} -> "
-                  f"{after['overall']['reward_mean']:.3f} ({gain:+.3f}), format failures "
+                         gain_name: gain, "meets_bar": ok, "seconds": seconds})  # fmt: skip
+            shown = "verifiable_correct_rate" if mode == "rlvr" else "reward_mean"
+            print(f"{mode} seed {seed}: {shown} {sft['overall'][shown]:.3f} -> "
+                  f"{after['overall'][shown]:.3f} ({gain:+.3f}), format failures "
                   f"{failures:.3f}: {'meets' if ok else 'MISSES'} the bar", flush=True)  # fmt: skip
     _write(
         output,
         {
             "overrides": list(overrides),
             "bar": {"min_reward_gain": MIN_GAIN, "max_format_failure_rate": MAX_FORMAT_FAILURES,
-                    "grrm": "ranking_accuracy above the SFT model's, format failures not above"},
+                    "grrm": "ranking_accuracy above the SFT model's, format failures not above",
+                    "rlvr": "verifiable_correct_rate at least min_reward_gain above the SFT "
+                            "model's, format failures at most max_format_failure_rate"},
             "runs": runs,
             "seconds": round(time.monotonic() - started, 1),
         },
@@ -211,6 +229,34 @@ def rules() -> None:
                     "subsets": {s["subset"]: s for s in details["subsets"]},
                 }  # fmt: skip
     _write("demo-rules.json", {"rules": out})
+
+
+def rlvr_rules() -> None:
+    """`judgeflow.dev.rlvr_demo_data.RULES` as policies on the held-out prompts, scored by the
+    evaluation's own code with the tiny profile's reward rules."""
+    from judgeflow.config import load_config
+    from judgeflow.data.rlvr import prepare_rlvr
+    from judgeflow.dev.rlvr_demo_data import RULES
+    from judgeflow.evaluation import judge_rows, read_rows
+    from judgeflow.evaluation.metrics import summarise
+    from judgeflow.samples import sample_path
+
+    cfg = load_config("rlvr", profile="tiny")
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="jf-rules-") as tmp:
+        val = Path(tmp) / "val.parquet"
+        prepare_rlvr([sample_path("rlvr/tinyrlvr_val.jsonl")], val)
+        rows = read_rows(val)
+        for name, rule in RULES.items():
+            completions = [rule(row["prompt"][-1]["content"]) for row in rows]
+            judged = judge_rows("rlvr", rows, completions, cfg.rlvr.reward_kwargs())
+            metrics, details = summarise("rlvr", judged, 1)
+            out[name] = {
+                "overall": {k.removeprefix("eval/"): v for k, v in metrics.items()
+                            if "/subset/" not in k},
+                "subsets": {s["subset"]: s for s in details["subsets"]},
+            }  # fmt: skip
+    _write("demo-rules-rlvr.json", {"rules": out})
 
 
 def _rule_verdict(mode: str, row: dict[str, Any], helpful: Any) -> str:
@@ -247,7 +293,7 @@ def _write_text(path: Path, text: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("tables", "seeds", "rules"))
+    parser.add_argument("what", choices=("tables", "seeds", "rules", "rlvr-rules"))
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(RECIPES))
     parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
     parser.add_argument(
@@ -267,6 +313,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         tables()
     elif args.what == "seeds":
         seeds(args.modes, args.seeds, args.overrides, args.output)
+    elif args.what == "rlvr-rules":
+        rlvr_rules()
     else:
         rules()
     return 0

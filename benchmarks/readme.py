@@ -221,6 +221,60 @@ def demo_rules_table(source: Path) -> str:
     return "\n".join(lines)
 
 
+def rlvr_seeds_table(source: Path) -> str:
+    """benchmarks/demo.py seeds --modes rlvr: per seed, the SFT policy and the GRPO policy on the
+    held-out prompts, overall and per verifier."""
+    results = _json(source)
+    bar = results["bar"]
+    metric = "verifiable_correct_rate"
+    verifiers = sorted(results["runs"][0]["after"]["subsets"])
+    lines = [
+        f"| data.seed | {metric} SFT → GRPO | gain | "
+        + " | ".join(f"{v} SFT → GRPO" for v in verifiers)
+        + " | format failures SFT → GRPO | meets the bar |",
+        "|---|---|---|" + "---|" * len(verifiers) + "---|---|",
+    ]
+    for run in results["runs"]:
+        sft, after = run["sft"], run["after"]
+        per = " | ".join(
+            f"{sft['subsets'][v][metric]:.3f} → {after['subsets'][v][metric]:.3f}"
+            for v in verifiers
+        )
+        lines.append(
+            f"| {run['seed']} | {sft['overall'][metric]:.3f} → {after['overall'][metric]:.3f} "
+            f"| {run['verifiable_correct_gain']:+.3f} | {per} "
+            f"| {sft['overall']['format_failure_rate']:.3f} → "
+            f"{after['overall']['format_failure_rate']:.3f} "
+            f"| {'yes' if run['meets_bar'] else '**no**'} |"
+        )
+    met = sum(run["meets_bar"] for run in results["runs"])
+    seconds = [run["seconds"] for run in results["runs"]]
+    lines += [
+        "",
+        f"{met} of {len(results['runs'])} runs meet the bar ({metric} at least "
+        f"{bar['min_reward_gain']} above the SFT policy's, format failures at most "
+        f"{bar['max_format_failure_rate']}); each run took {_minutes(min(seconds))} to "
+        f"{_minutes(max(seconds))}. `benchmarks/results/{source.name}`: {describe(results)}, "
+        f"on {results['machine']['cpu']} ({results['machine']['cores']} cores).",
+    ]
+    return "\n".join(lines)
+
+
+def rlvr_rules_table(source: Path) -> str:
+    """benchmarks/demo.py rlvr-rules: what one-line rules score on the held-out prompts."""
+    results = _json(source)["rules"]
+    metric = "verifiable_correct_rate"
+    verifiers = sorted(next(iter(results.values()))["subsets"])
+    lines = [
+        f"| rule | {metric} | " + " | ".join(verifiers) + " |",
+        "|---|---|" + "---|" * len(verifiers),
+    ]
+    for rule, scored in results.items():
+        per = " | ".join(f"{scored['subsets'][v][metric]:.3f}" for v in verifiers)
+        lines.append(f"| {_cell(rule)} | {scored['overall'][metric]:.3f} | {per} |")
+    return "\n".join(lines)
+
+
 def zero_variance_table(source: Path) -> str:
     """benchmarks/zero_variance.py: the tiny demos with and without zero-variance filtering."""
     results = _json(source)
@@ -301,6 +355,8 @@ REGIONS: dict[str, Region] = {
     "demo-rules": Region("benchmarks/results/demo-rules.json", demo_rules_table),
     "grrm-seeds": Region("benchmarks/results/demo-seeds-grrm.json", grrm_seeds_table),
     "zero-variance": Region("benchmarks/results/zero-variance.json", zero_variance_table),
+    "rlvr-seeds": Region("benchmarks/results/demo-seeds-rlvr.json", rlvr_seeds_table),
+    "rlvr-rules": Region("benchmarks/results/demo-rules-rlvr.json", rlvr_rules_table),
     "tiny-model-parameters": Region(
         "benchmarks/results/demo-tables.json", _tables_meta("tiny_model_parameters", "{:,}")
     ),

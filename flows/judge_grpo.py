@@ -19,13 +19,9 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from flows.pipeline_run import PipelineRun
-from judgeflow.config import load_config, with_policy
+from flows.pipeline_run import grpo_pipeline
+from judgeflow.config import load_config
 from judgeflow.modes import JudgeMode
-from judgeflow.stages import sft_source_config, val_source_config
-from tasks.data import download, prepare
-from tasks.policies import cached
-from tasks.sft import prepare_sft
 from tasks.train import cancel_submitted_jobs
 
 
@@ -46,32 +42,4 @@ def judge_grpo(
     cfg = load_config(
         recipe or f"grpo-{mode}", profile=profile, overrides=overrides or [], report=report
     )
-    with PipelineRun(cfg) as run:
-        manifest = run.step("download", cached(download), cfg)
-        val_manifest = None
-        if cfg.data.val_source:
-            val_manifest = run.step("download[val]", cached(download), val_source_config(cfg))
-        data = run.step("prepare", cached(prepare), cfg, manifest, val_manifest)
-        run.record_data(manifest, data)
-        run.evaluate("before", cfg, cfg.model.path, data)
-
-        rl_cfg, tuned, mid = cfg, None, None
-        if cfg.sft.enabled:
-            sft_manifest = run.step("download[sft]", cached(download), sft_source_config(cfg))
-            sft_data = run.step("prepare[sft]", cached(prepare_sft), cfg, sft_manifest)
-            tuned = run.sft(cfg, sft_data.file, sft_data)
-            rl_cfg = with_policy(cfg, tuned.model_dir)  # GRPO starts from the SFT model
-            mid = run.evaluate("sft", rl_cfg, tuned.model_dir, data)
-
-        trained = run.train(rl_cfg, data)
-        after = run.evaluate("after", rl_cfg, trained.model.model_dir, data)
-
-        if tuned:
-            run.register("sft", cfg, data, tuned.model_dir, mid)
-        run.register("final", rl_cfg, data, trained.model.model_dir, after)
-
-    return run.finish(
-        trained_in=[trained.mlflow_run_id, tuned.mlflow_run_id if tuned else ""],
-        checkpoint=trained.model.model_dir,
-        global_step=trained.model.global_step,
-    )
+    return grpo_pipeline(cfg)

@@ -1,10 +1,11 @@
-"""What both pipelines (`judge_grpo`, `grrm`) share around their steps.
+"""What the pipelines (`judge_grpo`, `rlvr`, `grrm`) share around their steps.
 
 `PipelineRun` opens the pipeline's MLflow run, runs each step as a Prefect task and notes
 whether it ran or came from the cache (`StageRecorder`), records what a step produced in MLflow
 (`judgeflow.stages.records`, inside the flow, so the run graph shows the pipeline's steps and no
 bookkeeping), and at the end, or when a step fails, publishes the run summary and closes the
-MLflow run. `register_model` is the champion gate's part: measure the champion on this run's
+MLflow run. `grpo_pipeline` is the judges' and the policies' steps, in order. `register_model`
+is the champion gate's part: measure the champion on this run's
 evaluation set when it has no numbers there, then register and decide, under the model's lock.
 """
 
@@ -20,17 +21,18 @@ from prefect.runtime import flow_run
 
 from judgeflow import stages
 from judgeflow.cluster import submitted
-from judgeflow.config import RunConfig
+from judgeflow.config import RunConfig, with_policy
 from judgeflow.console import comparison_rows, report_stage
 from judgeflow.retries import retried
-from judgeflow.stages import records
+from judgeflow.stages import records, sft_source_config, val_source_config
 from judgeflow.stages.register import champion_config, champion_to_measure, registered_name
 from judgeflow.tracking import resolve_tracking_uri
 from tasks.credentials import use_job_secrets, use_storage_credentials
+from tasks.data import download, prepare
 from tasks.evaluate import evaluate
 from tasks.policies import cached, cached_job
 from tasks.register import register, registry_lock
-from tasks.sft import SftOutcome, sft
+from tasks.sft import SftOutcome, prepare_sft, sft
 from tasks.train import TrainOutcome, train
 
 
@@ -312,3 +314,38 @@ def register_model(
 
 def _rounded(row: dict[str, Any]) -> dict[str, Any]:
     return {k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}
+
+
+def grpo_pipeline(cfg: RunConfig) -> dict[str, Any]:
+    """The GRPO pipelines' steps (judge-grpo's judges, rlvr's policies): download → prepare →
+    evaluate (before) → [SFT → evaluate (sft)] → train → evaluate (after) → register; returns
+    the run summary (`PipelineRun.finish`)."""
+    with PipelineRun(cfg) as run:
+        manifest = run.step("download", cached(download), cfg)
+        val_manifest = None
+        if cfg.data.val_source:
+            val_manifest = run.step("download[val]", cached(download), val_source_config(cfg))
+        data = run.step("prepare", cached(prepare), cfg, manifest, val_manifest)
+        run.record_data(manifest, data)
+        run.evaluate("before", cfg, cfg.model.path, data)
+
+        rl_cfg, tuned, mid = cfg, None, None
+        if cfg.sft.enabled:
+            sft_manifest = run.step("download[sft]", cached(download), sft_source_config(cfg))
+            sft_data = run.step("prepare[sft]", cached(prepare_sft), cfg, sft_manifest)
+            tuned = run.sft(cfg, sft_data.file, sft_data)
+            rl_cfg = with_policy(cfg, tuned.model_dir)  # GRPO starts from the SFT model
+            mid = run.evaluate("sft", rl_cfg, tuned.model_dir, data)
+
+        trained = run.train(rl_cfg, data)
+        after = run.evaluate("after", rl_cfg, trained.model.model_dir, data)
+
+        if tuned:
+            run.register("sft", cfg, data, tuned.model_dir, mid)
+        run.register("final", rl_cfg, data, trained.model.model_dir, after)
+
+    return run.finish(
+        trained_in=[trained.mlflow_run_id, tuned.mlflow_run_id if tuned else ""],
+        checkpoint=trained.model.model_dir,
+        global_step=trained.model.global_step,
+    )

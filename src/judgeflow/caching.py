@@ -114,6 +114,16 @@ def download_key(cfg: RunConfig) -> str:
 def prepare_identity(cfg: RunConfig) -> dict[str, Any]:
     """Everything besides the data that decides what `prepare` writes."""
     d = cfg.data
+    if cfg.mode == "rlvr":  # open-instruct's rows: no judge format, labels or A/B balancing
+        return {
+            "mode": cfg.mode,
+            "val_fraction": d.val_fraction,
+            "seed": d.seed,
+            "skip_invalid": d.skip_invalid,
+            "remap_verifier": dict(sorted(cfg.rlvr.remap_verifier.items())),
+            "tokenizer": cfg.model.path if d.filter_overlong_prompts else None,
+            "max_prompt_length": d.max_prompt_length if d.filter_overlong_prompts else None,
+        }
     return {
         "mode": cfg.mode,
         "val_fraction": d.val_fraction,

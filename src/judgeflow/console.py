@@ -113,7 +113,7 @@ def report_stage(name: str, status: str, duration_s: float) -> None:
 #: Metrics compared across evaluations, in display order: the modes' primary metrics first
 #: (a run has one mode, so its primary metric comes right after the format-failure rate).
 COMPARED = ("reward_mean", "format_failure_rate",
-            "exact_match", "consistent_accuracy", "ranking_accuracy",
+            "exact_match", "consistent_accuracy", "ranking_accuracy", "verifiable_correct_rate",
             "mae", "calibration_error",
             "accuracy", "consistency", "position_bias",
             "score_agreement", "validity")  # fmt: skip
@@ -175,8 +175,10 @@ def summary_tables(summary: Mapping[str, Any]) -> list[Table]:
     rows = summary.get("comparison") or []
     if not rows:
         return []
-    tables = [comparison_table(rows, "Judge on the validation split (before → after)")]
     shown = [row["metric"] for row in rows]
+    policy = "verifiable_correct_rate" in shown  # an rlvr run: a policy, on held-out prompts
+    title = "Policy on the held-out prompts" if policy else "Judge on the validation split"
+    tables = [comparison_table(rows, f"{title} (before → after)")]
     metric = next((m for m in PRIMARY_METRIC.values() if m in shown), "")
     labels = [c for c in rows[0] if c not in ("metric", "change")]
     by_subset = subset_comparison_rows(summary.get("metrics", {}), labels, metric)
@@ -239,6 +241,7 @@ _HEADLINE = {
     "pointwise": ("exact_match", "mae", "calibration_error", "n_valid"),
     "pairwise": ("consistent_accuracy", "accuracy", "consistency", "position_bias", "pairs"),
     "grrm": ("ranking_accuracy", "score_agreement", "validity"),
+    "rlvr": ("verifiable_correct_rate", "verifiable_reward_mean", "verifier_cut_short"),
 }
 _COMMON = ("reward_mean", "format_failure_rate", "n", "samples")
 #: Per-subset columns besides n and the format-failure rate, primary first.
@@ -246,6 +249,7 @@ _SUBSET_COLUMNS = {
     "pointwise": ("exact_match", "mae"),
     "pairwise": ("consistent_accuracy", "accuracy", "consistency", "position_bias"),
     "grrm": ("ranking_accuracy", "score_agreement", "validity"),
+    "rlvr": ("verifiable_correct_rate",),
 }
 #: Short column headers, so the per-subset table fits a terminal.
 _SHORT = {
@@ -254,6 +258,7 @@ _SHORT = {
     "position_bias": "pos. bias",
     "ranking_accuracy": "ranking acc.",
     "score_agreement": "score agr.",
+    "verifiable_correct_rate": "correct",
 }
 _SWAP_OUTCOMES = (
     ("correct_both", "right in both orders"),

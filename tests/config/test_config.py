@@ -99,7 +99,7 @@ def test_bad_value_names_the_key() -> None:
     ):
         load_config("grpo-pointwise", overrides=["grpo.rollout_n=1"])
     with pytest.raises(
-        ConfigError, match=r"mode: .*'pointwise', 'pairwise' or 'grrm' \(got 'listwise'\)"
+        ConfigError, match=r"mode: .*'pointwise', 'pairwise', 'grrm' or 'rlvr' \(got 'listwise'\)"
     ):
         load_config("grpo-pointwise", overrides=["mode=listwise"])
 

@@ -194,6 +194,7 @@ def leaves(model: type[BaseModel], prefix: str = "") -> list[tuple[str, Any]]:
 SPECIAL = {  # a valid changed value where the generic rule would not give one
     "data.val_fraction": 0.3,
     "data.chosen_label": 3,
+    "rlvr.remap_verifier": {"numbers": "gsm8k"},
     "cluster.ray_object_store_mb": 256,
     "data.max_prompt_length": 512,
     "cluster.shared_dir": "/elsewhere/jobs",
@@ -241,15 +242,17 @@ def changed(key: str, ann: Any, current: Any) -> Any:
 
 def setups(key: str) -> list[tuple[str, list[str]]]:
     """(recipe, overrides) under which `key` must take effect: its own reader, or both engines."""
-    owner = next(
-        (r for r, keys in ONLY_READ_BY.items() if any(key.startswith(k) for k in keys)), None
-    )
+    owners = [r for r, keys in ONLY_READ_BY.items() if any(key.startswith(k) for k in keys)]
+    owner = owners[0] if owners else None
     verl = ["cluster.backend=slurm", "engine=verl"]
     trl_ = ["engine=trl"]
     if owner == "grrm":
         recipes = ["grrm-full"]
-    elif owner == "judge":
-        recipes = ["grpo-pointwise", "grpo-pairwise"]
+    elif owner in ("judge", "rlvr"):
+        recipes = [
+            *(["grpo-pointwise", "grpo-pairwise"] if "judge" in owners else []),
+            *(["rlvr"] if "rlvr" in owners else []),
+        ]
     elif key in ("data.balance_positions",):
         recipes = ["grpo-pairwise"]
     else:
@@ -309,6 +312,7 @@ def test_switches_and_declarations_name_real_keys() -> None:
         ("data.val_fraction=0.2", "engine=trl", "judge"),
         ("data.grrm.subgroup_augment=2", "engine=trl", "grrm"),
         ("data.shards=4", "engine=trl", "grrm"),
+        ("rlvr.verification_reward=1", "engine=trl", "rlvr"),
         ("data.ray_address=auto", "engine=trl", "grrm"),
         ("evaluation.batch_size=4", "cluster.backend=slurm", "trl"),
     ],

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from judgeflow.config import ConfigError
-from judgeflow.console import comparison_rows, comparison_table
+from judgeflow.console import comparison_rows, comparison_table, plain_text, summary_tables
 from judgeflow.engines.llamafactory import sft_line
 from judgeflow.engines.trl import step_line
 
@@ -68,6 +68,22 @@ def test_evaluation_tables_show_the_breakdowns() -> None:
     assert "exact_match" in text.splitlines()[4]  # the primary metric heads the table
     header = next(t for t in tables if str(t.title).startswith("Confusion"))
     assert [c.header for c in header.columns] == ["true", "0", "1", "2", "3", "4", "fail", "total"]
+
+
+def test_a_policys_run_prints_its_verifiers_rate_overall_and_per_verifier() -> None:
+    metrics = {
+        "sft/verifiable_correct_rate": 0.4, "after/verifiable_correct_rate": 0.7,
+        "sft/format_failure_rate": 0.0, "after/format_failure_rate": 0.0,
+        "sft/subset/gsm8k/verifiable_correct_rate": 0.5,
+        "after/subset/gsm8k/verifiable_correct_rate": 0.8,
+        "sft/subset/string_matcher/verifiable_correct_rate": 0.3,
+        "after/subset/string_matcher/verifiable_correct_rate": 0.6,
+    }  # fmt: skip
+    summary = {"comparison": comparison_rows(metrics, ["sft", "after"]), "metrics": metrics}
+    text = plain_text(summary_tables(summary))
+    assert "Policy on the held-out prompts (before → after)" in text
+    assert "verifiable_correct_rate by subset" in text
+    assert [line.split()[3] for line in text.splitlines() if "string_matcher" in line] == ["0.300"]
 
 
 def test_run_summary_has_one_column_per_key_metric_and_no_json_blobs() -> None:

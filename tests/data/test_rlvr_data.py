@@ -121,7 +121,7 @@ def test_skip_invalid_drops_and_lists_them(tmp_path: Path) -> None:
     data = _write(tmp_path / "bad.jsonl", [_row(), _row("Q2"), _row(dataset="code")])
     result = prepare_rlvr(data, tmp_path / "out.parquet", skip_invalid=True)
     assert result.report["counts"]["rows_read"] == 3
-    assert result.report["counts"]["rows_dropped"] == {"invalid": 1}
+    assert result.report["counts"]["rows_dropped"] == {"invalid": 1, "prompt_too_long": 0}
     assert result.report["counts"]["rows_written"] == {"train": 2}
     [dropped] = result.report["dropped"]["listed"]
     assert (dropped["row"], dropped["field"], dropped["reason"]) == (2, "dataset", "invalid")
@@ -151,3 +151,35 @@ def test_verl_rlhf_dataset_loads_the_prepared_file(tmp_path: Path, tiny_tokenize
     item = dataset[11]
     assert item["reward_model"]["ground_truth"] == ["24", "24 legs"]
     assert item["extra_info"]["dataset"] == ["gsm8k", "string_matcher"]
+
+
+def test_prompts_over_the_limit_are_dropped_counted_and_listed(
+    tmp_path: Path, tiny_tokenizer: Any
+) -> None:
+    """Counted as verl counts them: the chat-templated prompt's tokens."""
+    from judgeflow.data.prepare import prompt_lengths
+
+    long_question = "How many legs " + "does a very long-legged spider have " * 20 + "?"
+    data = _write(tmp_path / "d.jsonl", [_row(), _row(long_question), _row("Q3")])
+    limit = 40
+    [short, long_] = prompt_lengths(tiny_tokenizer, [[{"role": "user", "content": c}]
+                                                     for c in ("What is 2+2?", long_question)])  # fmt: skip
+    assert short <= limit < long_
+    result = prepare_rlvr(data, tmp_path / "out.parquet", tokenizer=tiny_tokenizer,
+                          max_prompt_length=limit)  # fmt: skip
+    counts = result.report["counts"]
+    assert counts["rows_dropped"] == {"invalid": 0, "prompt_too_long": 1}
+    assert counts["rows_written"] == counts["examples_written"] == {"train": 2}
+    assert result.report["dropped"]["by_reason"] == {"prompt_too_long": 1}
+    [dropped] = result.report["dropped"]["listed"]
+    assert (dropped["row"], dropped["reason"]) == (1, "prompt_too_long")
+    assert f"{long_} tokens" in dropped["detail"]
+    assert len(pq.read_table(result.train_path)) == 2
+
+
+def test_a_limit_that_leaves_nothing_says_so(tmp_path: Path, tiny_tokenizer: Any) -> None:
+    from judgeflow.data.errors import DataError
+
+    data = _write(tmp_path / "d.jsonl", [_row(), _row("Q2")])
+    with pytest.raises(DataError, match="2 dropped .2 longer than max_prompt_length=3"):
+        prepare_rlvr(data, tmp_path / "out.parquet", tokenizer=tiny_tokenizer, max_prompt_length=3)

@@ -31,7 +31,7 @@ from judgeflow.samples import sample_path
 
 pytestmark = pytest.mark.usefixtures("datasets_cache")
 
-RECIPES = ["grpo-pointwise", "grpo-pairwise", "grrm-rlvr"]
+RECIPES = ["grpo-pointwise", "grpo-pairwise", "grrm-rlvr", "rlvr"]
 
 
 def composed(recipe: str, *, overrides: Sequence[str] = (), **kwargs: Any) -> DictConfig:
@@ -351,3 +351,45 @@ def test_dapo_manager_scores_grrm_rows(tmp_path: Path, tokenizer: Any) -> None:
     info = out["reward_extra_info"]
     assert set(info) == {"score", "valid_answer", "ranking_reward", "score_reward"}
     assert list(info["valid_answer"]) == [1, 1, 0]
+
+
+@pytest.mark.usefixtures("fresh_reward_module")
+@pytest.mark.parametrize("r1_style_format", ["gated", "additive", "off"])
+def test_naive_manager_pays_a_policy_with_the_rlvr_recipes_reward_settings(
+    r1_style_format: str, tmp_path: Path, tokenizer: Any
+) -> None:
+    """Policy rows from `prepare_rlvr` (the tiny task's held-out file) through the rlvr preset:
+    the reward settings reach `compute_score` as verl's `custom_reward_function.reward_kwargs`."""
+    from judgeflow.data.rlvr import prepare_rlvr
+
+    path = tmp_path / "rlvr.parquet"
+    prepare_rlvr([sample_path("rlvr/tinyrlvr_val.jsonl")], path)
+    config = composed(
+        "rlvr",
+        overrides=[
+            "data.max_prompt_length=256",
+            "rlvr.verification_reward=3",
+            f"rlvr.r1_style_format={r1_style_format}",
+            "rlvr.r1_style_format_reward=0.5",
+        ],
+    )
+    assert config.custom_reward_function.path.endswith("rewards/rlvr/score.py")
+    dataset = rl_dataset([str(path)], config, tokenizer)
+    items = [dataset[i] for i in range(3)]
+    truth = [item["reward_model"]["ground_truth"][0] for item in items]
+    responses = [
+        f"<think>sure</think><answer>{truth[0]}</answer>",  # right, in the R1 format
+        f"<answer>{truth[1]}</answer> {truth[1]}",  # right, no </think>: not the R1 format
+        "<think>sure</think><answer>nothing</answer> 0.5",  # wrong, in the format
+    ]
+    data, lengths = batch_of(items, responses, tokenizer)
+    out = reward_manager(config, tokenizer)(data, return_dict=True)
+    expected = {
+        "gated": [3.0, 0.0, 0.0],
+        "additive": [3.5, 3.0, 0.5],
+        "off": [3.0, 3.0, 0.0],
+    }[r1_style_format]
+    assert_rewards_at_last_token(out, lengths, expected)
+    info = out["reward_extra_info"]
+    assert list(info["verifiable_reward"]) == [3.0, 3.0, 0.0]
+    assert all(len(v) == len(lengths) for v in info.values())  # verl asserts equal lengths

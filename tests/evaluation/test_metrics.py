@@ -108,6 +108,7 @@ def test_subset_keys_are_one_metric_name_segment() -> None:
         "pointwise": "exact_match",
         "pairwise": "consistent_accuracy",
         "grrm": "ranking_accuracy",
+        "rlvr": "verifiable_correct_rate",
     }
 
 
@@ -380,6 +381,68 @@ def test_grrm_metrics_are_the_reward_parts() -> None:
     assert metrics["eval/subset/grrm/ranking_accuracy"] == metrics["eval/ranking_accuracy"]
 
 
+def _policy_row(question: str, truth: list[str], datasets: list[str]) -> dict[str, Any]:
+    return {
+        "data_source": datasets[0],
+        "prompt": [{"role": "user", "content": question}],
+        "reward_model": {"style": "rule", "ground_truth": truth},
+        "extra_info": {"dataset": datasets, "index": 0},
+    }
+
+
+RLVR_ROWS = [
+    _policy_row("Which is an animal: cat or cup?", ["cat"], ["string_matcher"]),
+    _policy_row("Which is larger: 3 or 7?", ["7"], ["gsm8k"]),
+    _policy_row("Which is larger: 2 or 5?", ["5"], ["gsm8k"]),
+    _policy_row("How many legs has a cat?", ["4", "4"], ["gsm8k", "string_matcher"]),
+]
+RLVR_COMPLETIONS = [
+    "<think>an animal</think><answer>cat</answer>",  # right, in the R1 format
+    "<answer>7</answer>",  # right, without </think>: a format failure
+    "<think>hm</think><answer>2</answer>",  # wrong
+    "<think>count</think><answer>4</answer>",  # both verifiers pay
+]
+
+
+@pytest.mark.parametrize(
+    ("r1_style_format", "rewards", "format_failures"),
+    [("gated", [1.0, 0.0, 0.0, 2.0], 1 / 4), ("additive", [1.5, 1.0, 0.5, 2.5], 1 / 4),
+     ("off", [1.0, 1.0, 0.0, 2.0], 0.0)],
+)  # fmt: skip
+def test_a_policys_metrics_are_its_verifiers_verdicts(
+    r1_style_format: str, rewards: list[float], format_failures: float
+) -> None:
+    """verifiable_correct_rate counts what some verifier paid, the format aside (open-instruct's
+    metric); the format only moves reward_mean and format_failure_rate."""
+    rules = {"verification_reward": 1.0, "r1_style_format": r1_style_format,
+             "r1_style_format_reward": 0.5}  # fmt: skip
+    judged = judge_rows("rlvr", RLVR_ROWS, RLVR_COMPLETIONS, rules)
+    assert [r["reward"] for r in judged] == rewards
+    assert [r["subset"] for r in judged] == [
+        "string_matcher", "gsm8k", "gsm8k", "gsm8k+string_matcher",
+    ]  # fmt: skip
+    metrics, details = summarise("rlvr", judged)
+    assert metrics["eval/verifiable_correct_rate"] == 3 / 4
+    assert metrics["eval/format_failure_rate"] == format_failures
+    assert metrics["eval/reward_mean"] == pytest.approx(sum(rewards) / 4)
+    assert metrics["eval/verifiable_reward_mean"] == pytest.approx((1 + 1 + 0 + 2) / 4)
+    assert metrics["eval/verifier_cut_short"] == 0.0
+    assert metrics["eval/subset/gsm8k/verifiable_correct_rate"] == 1 / 2
+    assert metrics["eval/subset/string_matcher/verifiable_correct_rate"] == 1.0
+    assert metrics["eval/subset/gsm8k_string_matcher/verifiable_correct_rate"] == 1.0
+    assert details["primary_metric"]["name"] == PRIMARY_METRIC["rlvr"] == "verifiable_correct_rate"
+
+
+def test_a_policys_runaway_answer_is_cut_short_counted_and_paid_nothing() -> None:
+    rules = {"verification_reward": 1.0, "r1_style_format": "off", "verifier_max_chars": 50}
+    long_answer = "7 " * 100
+    judged = judge_rows("rlvr", RLVR_ROWS[1:2], [long_answer], rules)
+    assert judged[0]["reward"] == 0.0
+    metrics, _ = summarise("rlvr", judged)
+    assert metrics["eval/verifier_cut_short"] == 1.0
+    assert metrics["eval/verifiable_correct_rate"] == 0.0
+
+
 # ------------------------------------------------------------------------------------ files
 
 
@@ -388,6 +451,8 @@ def _evaluation(mode: Mode) -> JudgeEvaluation:
         judged = _pointwise_judged()
     elif mode == "grrm":
         judged = judge_rows("grrm", GRRM_ROWS, GRRM_COMPLETIONS)
+    elif mode == "rlvr":
+        judged = judge_rows("rlvr", RLVR_ROWS, RLVR_COMPLETIONS)
     else:
         rows = evaluation_rows("pairwise", _one_order())
         judged = judge_rows("pairwise", rows, RuleJudge(RULES["longer_wins"]).generate(
@@ -399,7 +464,8 @@ def _evaluation(mode: Mode) -> JudgeEvaluation:
 @pytest.mark.parametrize(
     ("mode", "pictures"),
     [("pointwise", ["after_confusion.png", "after_subsets.png"]),
-     ("pairwise", ["after_subsets.png"]), ("grrm", ["after_subsets.png"])],
+     ("pairwise", ["after_subsets.png"]), ("grrm", ["after_subsets.png"]),
+     ("rlvr", ["after_subsets.png"])],
 )  # fmt: skip
 def test_evaluation_artifacts_are_real_pngs_and_the_details(
     mode: Mode, pictures: list[str], tmp_path: Path

@@ -33,6 +33,8 @@ DEPLOYMENTS = {
     "grrm/grrm-rlvr",
     "grrm/grrm-full",
     "grrm/retrain-grrm-full",
+    "rlvr/rlvr",
+    "rlvr/retrain-rlvr",
     "judge-data/judge-data",
 }
 

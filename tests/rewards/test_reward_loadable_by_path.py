@@ -40,7 +40,9 @@ EXPECTED_KEYS = {
     "pairwise": {"score", "valid_answer", "pred"},
     "grrm": {"score", "valid_answer", "ranking_reward", "score_reward"},
 }
-MODES = sorted(REWARD_MODULES)
+#: The judges' modules: standard library only. Policy RLVR's (`rlvr/score.py`) imports judgeflow
+#: and sympy, and verl's loader is run on it in tests/rewards/rlvr/test_score.py.
+MODES = sorted(m for m in REWARD_MODULES if m != "rlvr")
 
 
 def load_by_path(path: str) -> ModuleType:
@@ -59,13 +61,14 @@ def expected_results(mode: str) -> list[dict[str, float | int]]:
 
 def test_every_mode_has_an_existing_absolute_path() -> None:
     assert MODES == ["grrm", "pairwise", "pointwise"]
+    assert REWARD_MODULES["rlvr"].endswith("rewards/rlvr/score.py")
     for mode, path in REWARD_MODULES.items():
         assert Path(path).is_absolute() and Path(path).is_file()
         assert reward_module_path(mode) == path
 
 
 def test_unknown_mode_lists_the_valid_ones() -> None:
-    with pytest.raises(ValueError, match="grrm, pairwise, pointwise"):
+    with pytest.raises(ValueError, match="grrm, pairwise, pointwise, rlvr"):
         reward_module_path("listwise")
 
 

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from judgeflow.config import ConfigError, list_profiles, list_recipes, load_config
 from judgeflow.config.hints import GRRM_FLAGS, JUDGE_FLAGS, config_override
-from judgeflow.modes import JUDGE_MODES, MODES
+from judgeflow.modes import JUDGE_MODELS, JUDGE_MODES, MODES
 
 if TYPE_CHECKING:
     from judgeflow.data.errors import OptionNamer
@@ -48,6 +48,7 @@ ModelArgument = Annotated[
     str, typer.Argument(help="models:/NAME@champion, models:/NAME/3, a model dir or store URI.")
 ]
 ModeChoice = StrEnum("ModeChoice", {m: m for m in MODES})  # type: ignore[misc]
+JudgeModelChoice = StrEnum("JudgeModelChoice", {m: m for m in JUDGE_MODELS})  # type: ignore[misc]
 RecipeArgument = Annotated[
     str, typer.Argument(help="A recipe preset (`judgeflow recipes` lists them) or a YAML file.")
 ]
@@ -319,11 +320,14 @@ def demo_data_cmd(
     out_dir: Annotated[
         Path, typer.Argument(help="Directory to write the tinyjudge_*.jsonl files to.")
     ],
+    rlvr: Annotated[
+        bool, typer.Option("--rlvr", help="The RLVR demo's tinyrlvr*.jsonl (samples/rlvr/).")
+    ] = False,
 ) -> None:
     """Write the tiny demo's sample data (what judgeflow ships in samples/) again."""
-    from judgeflow.dev.demo_data import write_demo_data
+    from judgeflow.dev import demo_data, rlvr_demo_data
 
-    for path in write_demo_data(out_dir):
+    for path in (rlvr_demo_data if rlvr else demo_data).write_demo_data(out_dir):
         console.print(f"[green]wrote[/] {path}")
 
 
@@ -403,6 +407,10 @@ def run_cmd(
                 from flows.grrm import grrm
 
                 summary = grrm(recipe=recipe, stage=stage.value, profile=profile, overrides=set_)
+            elif cfg.mode == "rlvr":
+                from flows.rlvr import rlvr
+
+                summary = rlvr(recipe=recipe, profile=profile, overrides=set_)
             else:
                 from flows.judge_grpo import judge_grpo
 
@@ -504,7 +512,7 @@ def judge_cmd(
         str, typer.Option("--output", "-o", help="Verdicts: .parquet, else JSON lines.")
     ],
     mode: Annotated[
-        ModeChoice | None,
+        JudgeModelChoice | None,
         typer.Option(help="The judge's kind; a registered version knows its own."),
     ] = None,
     skip_invalid: Annotated[

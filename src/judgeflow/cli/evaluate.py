@@ -70,6 +70,15 @@ def evaluation_file(cfg: RunConfig, data: str, work: Path) -> str:
 
     d = cfg.data
     tokenizer = fetch(cfg, cfg.model.path) if d.filter_overlong_prompts else None
+    if cfg.mode == "rlvr":  # a policy: open-instruct's RLVR rows
+        from judgeflow.data.rlvr import prepare_rlvr
+
+        rows = prepare_rlvr(
+            [str(p) for p in manifest.paths], str(out / "eval.parquet"),
+            remap_verifier=cfg.rlvr.remap_verifier, skip_invalid=d.skip_invalid,
+            tokenizer=tokenizer, max_prompt_length=d.max_prompt_length if tokenizer else None,
+        )  # fmt: skip
+        return str(rows.train_path)
     result = prepare_judge(
         cfg.mode,
         [str(p) for p in manifest.paths],

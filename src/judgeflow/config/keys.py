@@ -66,10 +66,13 @@ ONLY_READ_BY: dict[str, tuple[str, ...]] = {
         # verl 0.6.1's main_ppo has no group filtering (DAPO's filter_groups is its own trainer)
         "grpo.filter_zero_std_samples",
     ),
-    # the preparation of judge data (GRRM's data has its own train and test files)
+    # the preparation of judge data (GRRM's data has its own train and test files; policy RLVR
+    # rows have no judge format or labels, and split off validation as the judges do)
     "judge": ("data.format", "data.val_fraction", "data.chosen_label", "data.rejected_label"),
     # GRRM's columns and augmentation, and its sharded preparation on Ray
     "grrm": ("data.grrm", "data.shards", "data.ray_address"),
+    # a policy's verifiable reward (`judgeflow.rewards.rlvr`)
+    "rlvr": ("rlvr", "data.val_fraction"),
     # sbatch and the Ray cluster of an allocation; the local backend runs one process here
     "slurm": tuple(
         f"cluster.{key}"
@@ -91,24 +94,31 @@ ONLY_READ_BY: dict[str, tuple[str, ...]] = {
 }
 
 _READER_KIND = {"verl": "engine", "trl": "engine", "slurm": "backend", "local": "backend"}
-_READER_KIND |= {"judge": "recipes", "grrm": "recipes"}
+_READER_KIND |= {"judge": "recipes", "grrm": "recipes", "rlvr": "recipes"}
+
+
+def recipe_family(cfg: RunConfig) -> str:
+    """`judge`, `grrm` or `rlvr`: the recipe family whose keys a run reads."""
+    return cfg.mode if cfg.mode in ("grrm", "rlvr") else "judge"
 
 
 def ignored_keys(cfg: RunConfig, keys: Iterable[str]) -> list[str]:
     """Why each of `keys` (dotted, as the user set them) does nothing in this run, if it does not."""
-    family = "grrm" if cfg.mode == "grrm" else "judge"
     running = {
         "engine": cfg.resolved_engine,
         "backend": cfg.cluster.backend,
-        "recipes": family,
+        "recipes": recipe_family(cfg),
     }
     reasons = []
     for key in keys:
+        readers: dict[str, list[str]] = {}  # kind -> the readers of that kind that read `key`
         for reader, owned in ONLY_READ_BY.items():
-            kind = _READER_KIND[reader]
-            if reader != running[kind] and any(key == k or key.startswith(f"{k}.") for k in owned):
+            if any(key == k or key.startswith(f"{k}.") for k in owned):
+                readers.setdefault(_READER_KIND[reader], []).append(reader)
+        for kind, names in readers.items():
+            if running[kind] not in names:
                 reasons.append(
-                    f"{key} is read only by the {reader} {kind}; this run uses "
+                    f"{key} is read only by the {' and '.join(names)} {kind}; this run uses "
                     f"{running[kind]} and ignores it"
                 )
     return reasons

@@ -277,6 +277,52 @@ class GrpoConfig(_Section):
     )
 
 
+class RlvrConfig(_Section):
+    """Policy RLVR's reward, as open-instruct's `grpo_fast` composes it (`judgeflow.rewards.rlvr`):
+    each verifier's verdict x `verification_reward`, summed over a row's verifiers, then the R1
+    format reward and the non-stop penalty. Read by both engines (TRL's reward functions, verl's
+    `custom_reward_function.reward_kwargs`) and by the evaluation."""
+
+    verification_reward: float = Field(
+        10.0, description="what a correct verifier verdict pays (open-instruct's default: 10)"
+    )
+    r1_style_format: Literal["gated", "additive", "off"] = Field(
+        "gated",
+        description="the R1 format (`</think>` then `<answer>…</answer>`): `gated` pays the "
+        "verifiable reward only when it holds, `additive` adds r1_style_format_reward, `off`",
+    )
+    r1_style_format_reward: float = Field(
+        1.0, description="what the R1 format pays with r1_style_format=additive"
+    )
+    non_stop_penalty: bool = Field(
+        False, description="a response cut off at the length limit scores non_stop_penalty_value"
+    )
+    non_stop_penalty_value: float = Field(-10.0, description="the truncated response's score")
+    remap_verifier: dict[str, str] = Field(
+        default_factory=dict,
+        description="dataset name -> verifier (open-instruct's --remap_verifier), e.g. "
+        "{math_ground_truth: math}; applied when the data is prepared",
+    )
+    verifier_timeout_s: float = Field(
+        10.0, gt=0, description="one check's time limit; past it the response scores 0"
+    )
+    verifier_max_chars: int = Field(
+        100_000, gt=0, description="longer responses are not checked and score 0"
+    )
+    verifier_memory_mb: int = Field(2048, gt=0, description="the verifier process's memory cap")
+
+    @field_validator("r1_style_format", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        """YAML 1.1 reads a bare `off` as false: `--set rlvr.r1_style_format=off` means "off"."""
+        return "off" if value is False else value
+
+    def reward_kwargs(self) -> dict[str, Any]:
+        """`judgeflow.rewards.rlvr.score.compute_score`'s keywords. Not `remap_verifier`: it is
+        applied once, when the data is prepared (the prepared rows name their verifiers)."""
+        return self.model_dump(mode="json", exclude={"remap_verifier"})
+
+
 class ClusterConfig(_Section):
     """Where the GPU stages run; generic resource names, validated before anything is submitted."""
 
@@ -458,7 +504,9 @@ with warnings.catch_warnings():
             description="the preset's name: names the MLflow run and the default registered model",
         )
         mode: Mode = Field(
-            ..., description="what is trained: `pointwise` or `pairwise` judge, or `grrm`"
+            ...,
+            description="what is trained: `pointwise` or `pairwise` judge, `grrm`, or an `rlvr` "
+            "policy",
         )
         engine: Literal["auto", "trl", "verl"] = Field(
             "auto",
@@ -469,6 +517,9 @@ with warnings.catch_warnings():
         grpo: GrpoConfig = Field(default_factory=GrpoConfig, description="GRPO / RLVR training")
         sft: SftConfig = Field(
             default_factory=SftConfig, description="LLaMA-Factory supervised fine-tuning"
+        )
+        rlvr: RlvrConfig = Field(
+            default_factory=RlvrConfig, description="policy RLVR's verifiable reward (mode=rlvr)"
         )
         cluster: ClusterConfig = Field(
             default_factory=ClusterConfig,

@@ -54,9 +54,11 @@ def judge_prompt_hash(query: str, responses: Sequence[str]) -> str:
 
 
 def rlvr_prompt_hash(messages: Sequence[tuple[str, str]]) -> str:
-    """A policy prompt: its user turns, normalised, in order. System turns do not count: the
-    same question under another system prompt is the same prompt to decontamination."""
-    return _digest("rlvr", [normalise(content) for role, content in messages if role == "user"])
+    """A policy prompt: its user turns, normalised, in order, hashed as an SFT conversation's
+    (`chat_prompt_hash`), so an SFT row with the same question is the same prompt. System turns do
+    not count: the same question under another system prompt is the same prompt to
+    decontamination."""
+    return chat_prompt_hash([{"role": role, "content": content} for role, content in messages])
 
 
 def grrm_prompt_hash(src_text: str) -> str:
@@ -118,6 +120,10 @@ def row_prompt_hash(mode: str, row: Mapping[str, Any]) -> str:
     if isinstance(extra, Mapping) and extra.get("prompt_hash"):
         return str(extra["prompt_hash"])
     messages = row.get("prompt") or []
+    if mode == "rlvr":
+        return rlvr_prompt_hash(
+            [(str(m.get("role")), str(m.get("content") or "")) for m in messages]
+        )
     if mode == "grrm":
         users = [str(m.get("content") or "") for m in messages if m.get("role") == "user"]
         source = parse_source_text(users[-1]) if users else None

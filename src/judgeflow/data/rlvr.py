@@ -34,7 +34,7 @@ from judgeflow.data.errors import DataError, DataValidationError, RowIssue
 from judgeflow.data.examples import Origin
 from judgeflow.data.io import PathLike, atomic_write_many, exists, parquet_bytes, remove
 from judgeflow.data.jsonl import not_an_object
-from judgeflow.data.prepare import PrepareResult, output_paths
+from judgeflow.data.prepare import PrepareResult, load_tokenizer, output_paths, prompt_lengths
 from judgeflow.data.prompt_hashes import rlvr_prompt_hash
 from judgeflow.data.readers import DroppedRow, InputSummary, _got, _Invalid, iter_records
 from judgeflow.rewards.rlvr.if_functions import IF_FUNCTIONS
@@ -189,6 +189,23 @@ def read_rlvr(
     return result
 
 
+def _drop_overlong(read: RlvrRead, tokenizer: Any, limit: int) -> int:
+    """Drop (and list) the examples whose templated prompt is over `limit` tokens."""
+    conversations = [[{"role": r, "content": c} for r, c in ex.messages] for ex in read.examples]
+    lengths = prompt_lengths(tokenizer, conversations)
+    kept = []
+    for example, length in zip(read.examples, lengths, strict=True):
+        if length <= limit:
+            kept.append(example)
+            continue
+        origin = example.origin
+        why = f"prompt is {length} tokens, over max_prompt_length={limit}"
+        read.dropped.append(DroppedRow(origin.file, origin.row, "prompt_too_long", why, "messages"))
+    dropped = len(read.examples) - len(kept)
+    read.examples = kept
+    return dropped
+
+
 def split_val(examples: Sequence[RlvrExample], val_fraction: float, seed: int) -> list[bool]:
     """Per example, True if it goes to validation: whole prompts, shuffled by ``seed``, the
     first ``floor(F * P + 0.5)`` of the ``P`` prompts (at least 1 and at most P - 1)."""
@@ -258,14 +275,27 @@ def prepare_rlvr(
     seed: int = 0,
     remap_verifier: Mapping[str, str] | None = None,
     skip_invalid: bool = False,
+    tokenizer: Any = None,
+    max_prompt_length: int | None = None,
 ) -> PrepareResult:
-    """Read, check and split RLVR rows; write verl RL parquet (train, val) and a report, together."""
+    """Read, check and split RLVR rows; write verl RL parquet (train, val) and a report, together.
+
+    With `tokenizer` and `max_prompt_length`, prompts longer than that (chat-templated, counted as
+    verl counts them) are dropped, counted and listed as `prompt_too_long`."""
     if not 0 <= val_fraction < 1:
         raise DataError(f"val_fraction must be in [0, 1), got {val_fraction}")
+    if (tokenizer is None) != (max_prompt_length is None):
+        raise DataError("tokenizer and max_prompt_length go together")
     train_path, val_path, report_path = output_paths(output)
     read = read_rlvr(inputs, remap_verifier=remap_verifier, skip_invalid=skip_invalid)
+    too_long = 0
+    if tokenizer is not None and max_prompt_length is not None and read.examples:
+        too_long = _drop_overlong(read, load_tokenizer(tokenizer), max_prompt_length)
     if not read.examples:
-        raise DataError(f"no rows left to write: read {read.rows_read}, all invalid")
+        raise DataError(
+            f"no rows left to write: read {read.rows_read}, {len(read.dropped)} dropped "
+            f"({too_long} longer than max_prompt_length={max_prompt_length})"
+        )
     in_val = split_val(read.examples, val_fraction, seed)
     splits = {
         "train": [ex for ex, v in zip(read.examples, in_val, strict=True) if not v],
@@ -299,14 +329,17 @@ def prepare_rlvr(
             "seed": seed,
             "remap_verifier": dict(remap_verifier or {}),
             "skip_invalid": skip_invalid,
+            "max_prompt_length": max_prompt_length,
         },
         "counts": {
             "rows_read": read.rows_read,
-            "rows_dropped": {"invalid": len(read.dropped)},
+            "rows_dropped": {"invalid": len(read.dropped) - too_long, "prompt_too_long": too_long},
             "rows_written": {s: r["rows"] for s, r in split_reports.items()},
+            "examples_written": {s: r["rows"] for s, r in split_reports.items()},
         },
         "dropped": {
             "total": len(read.dropped),
+            "by_reason": dict(sorted(Counter(d.reason for d in read.dropped).items())),
             "listed_limit": MAX_LISTED_DROPS,
             "listed": [d.to_dict() for d in read.dropped[:MAX_LISTED_DROPS]],
         },

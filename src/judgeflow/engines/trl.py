@@ -82,7 +82,7 @@ class GrpoParams:
 
     model_path: str
     output_dir: str
-    reward: Mode | Literal["rlvr"]  # rlvr: a policy paid by verifiers (`judgeflow.rewards.rlvr`)
+    reward: Mode  # rlvr: a policy paid by verifiers (`judgeflow.rewards.rlvr`)
     learning_rate: float = 1e-6
     num_generations: int = 4
     prompts_per_step: int = 1
@@ -625,6 +625,7 @@ def params_from(cfg: RunConfig, output_dir: str | Path) -> GrpoParams:
         seed=cfg.data.seed,
         gradient_checkpointing=g.gradient_checkpointing,
         filter_zero_std_samples=g.filter_zero_std_samples,
+        rlvr_rules=cfg.rlvr.reward_kwargs() if cfg.mode == "rlvr" else {},
     )
 
 

@@ -219,6 +219,10 @@ def verl_overrides(
     items += [
         ("custom_reward_function.path", reward_path or reward_module_path(cfg.mode)),
         ("custom_reward_function.name", REWARD_FUNCTION_NAME),
+        *(
+            (f"+custom_reward_function.reward_kwargs.{key}", value)
+            for key, value in (cfg.rlvr.reward_kwargs() if cfg.mode == "rlvr" else {}).items()
+        ),
         ("trainer.logger", list(g.logger)),
         ("trainer.project_name", cfg.tracking.experiment),
         ("trainer.experiment_name", experiment_name or cfg.recipe),

@@ -41,6 +41,8 @@ __all__ = [
 
 _COMPLETION_CHARS = 500  # enough to see the verdict and the start of the reasoning in a table
 _FLIPPED = {"A": "B", "B": "A"}
+#: The reward's parts each judged row keeps (policy RLVR adds its verifier_cut_short count).
+_REPORTED_PARTS = ("_reward", "_cut_short")
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,9 @@ class JudgeEvaluation:
 def params_from(cfg: RunConfig) -> dict[str, Any]:
     """The run config as `evaluate_judge`'s keyword arguments (the HF generator's knobs)."""
     e = cfg.evaluation
+    rules = {"reward_kwargs": cfg.rlvr.reward_kwargs()} if cfg.mode == "rlvr" else {}
     return {
+        **rules,
         "mode": cfg.mode,
         "max_new_tokens": e.max_new_tokens,
         "limit": e.limit,
@@ -85,6 +89,7 @@ def evaluate_judge(
     top_p: float = 1.0,
     samples: int = 1,
     generator: Generator | None = None,
+    reward_kwargs: Mapping[str, Any] | None = None,
 ) -> JudgeEvaluation:
     """Verdicts of the model at `model_dir` on the first `limit` rows of `eval_file`.
 
@@ -108,7 +113,8 @@ def evaluate_judge(
             top_p=top_p,
             seed=sample,
         )
-        judged += [{**j, "sample": sample} for j in judge_rows(mode, rows, completions)]
+        scored = judge_rows(mode, rows, completions, reward_kwargs)
+        judged += [{**j, "sample": sample} for j in scored]
     metrics, details = summarise(mode, judged, samples)
     return JudgeEvaluation(metrics=metrics, predictions=judged, details=details)
 
@@ -123,10 +129,17 @@ def score_judgements(
 
 
 def judge_rows(
-    mode: Mode, rows: Sequence[Mapping[str, Any]], completions: Sequence[str]
+    mode: Mode,
+    rows: Sequence[Mapping[str, Any]],
+    completions: Sequence[str],
+    reward_kwargs: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Per-row verdicts: index, pair, swapped, subset, source, prompt_hash, label, pred, valid,
-    reward, the reward's `*_reward` parts and the completion (truncated).
+    reward, the reward's `*_reward` parts and the completion (truncated). `reward_kwargs` go to
+    the reward (`rlvr`: `RlvrConfig.reward_kwargs`, the run's reward rules).
+
+    An `rlvr` policy's row has `valid` (its R1 format holds; 1 with the format off),
+    `verifiable_reward` (what its verifiers paid) and its verifier(s) as `subset`.
 
     `subset` is `extra_info.subset` when set (RewardBench2's Factuality, Precise IF, …), else
     `data_source`; `prompt_hash` is what decontamination compares (`row_prompt_hash`).
@@ -135,13 +148,17 @@ def judge_rows(
 
     if len(rows) != len(completions):
         raise ValueError(f"{len(rows)} rows but {len(completions)} completions")
-    compute_score = importlib.import_module(f"judgeflow.rewards.{mode}").compute_score
+    module = "judgeflow.rewards.rlvr.score" if mode == "rlvr" else f"judgeflow.rewards.{mode}"
+    compute_score = importlib.import_module(module).compute_score
     judged = []
     for position, (row, completion) in enumerate(zip(rows, completions, strict=True)):
         truth = (row.get("reward_model") or {}).get("ground_truth")
-        result = compute_score(row.get("data_source", ""), completion, truth, row.get("extra_info"))
+        args = (row.get("data_source", ""), completion, truth, row.get("extra_info"))
+        result = compute_score(*args, **(reward_kwargs or {}))
         extra = _extra(row)
         source = str(row.get("data_source") or "")
+        if mode == "rlvr":  # a policy: its rows' subset is their verifier(s)
+            source = "+".join(extra.get("dataset") or [source])
         judged.append(
             {
                 "index": position if extra.get("index") is None else extra["index"],
@@ -155,7 +172,7 @@ def judge_rows(
                 "valid": int(result["valid_answer"]),
                 "reward": float(result["score"]),
                 "completion": completion[:_COMPLETION_CHARS],
-                **{k: float(v) for k, v in result.items() if k.endswith("_reward")},
+                **{k: float(v) for k, v in result.items() if k.endswith(_REPORTED_PARTS)},
             }
         )
     return judged
@@ -279,7 +296,7 @@ def _label(mode: Mode, truth: Any) -> Any:
             truth = json.loads(truth)
         except ValueError:
             return truth
-    if mode == "grrm":
+    if mode in ("grrm", "rlvr"):
         return truth
     if isinstance(truth, Mapping):
         truth = truth.get("helpfulness" if mode == "pointwise" else "preference")

@@ -15,6 +15,11 @@ Metrics (`eval/<name>`; per sample, then averaged, see `summarise`):
   `consistency` (share of pairs whose two verdicts are well-formed and name the same underlying
   response), `consistent_accuracy` (share of pairs judged correctly in both orders),
   `position_bias` (share of `A` among well-formed verdicts; 0.5 is unbiased);
+- rlvr (a policy): `verifiable_correct_rate` (share of responses some verifier paid, the
+  format aside, as open-instruct reports it), `verifiable_reward_mean`, `verifier_cut_short`
+  (checks past the sandbox's bounds, paid 0); `format_failure_rate` is the share without the R1
+  format (`</think>` then `<answer>…</answer>`), 0 when `rlvr.r1_style_format=off`; its subsets
+  are the rows' verifiers (`gsm8k`, `string_matcher`, a row with two: `gsm8k+ifeval_old`);
 - grrm: `ranking_accuracy` (mean of the reward's `ranking_reward`: pairwise ranking agreement
   within a group, as the GRRM paper reports it), `score_agreement` (mean `score_reward`),
   `validity` (share of well-formed answers); an invalid answer counts 0 in both means;
@@ -48,6 +53,7 @@ PRIMARY_METRIC: dict[str, str] = {
     "pointwise": "exact_match",
     "pairwise": "consistent_accuracy",
     "grrm": "ranking_accuracy",
+    "rlvr": "verifiable_correct_rate",
 }
 #: The confusion matrix's last column: verdicts that were not well-formed.
 FORMAT_FAILURE = "format_failure"
@@ -149,6 +155,11 @@ def _metrics(mode: Mode, rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
             metrics["consistent_accuracy"] = both / swaps["pairs"]
         if valid:
             metrics["position_bias"] = sum(r["pred"] == 0 for r in valid) / len(valid)
+    elif mode == "rlvr":
+        metrics["verifiable_correct_rate"] = sum(_correct(mode, r) for r in rows) / n
+        verifiable = [float(r.get("verifiable_reward", 0.0)) for r in rows]
+        metrics["verifiable_reward_mean"] = sum(verifiable) / n
+        metrics["verifier_cut_short"] = sum(float(r.get("verifier_cut_short", 0.0)) for r in rows)
     else:
         metrics["ranking_accuracy"] = sum(float(r.get("ranking_reward", 0.0)) for r in rows) / n
         metrics["score_agreement"] = sum(float(r.get("score_reward", 0.0)) for r in rows) / n
@@ -157,7 +168,10 @@ def _metrics(mode: Mode, rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
 
 
 def _correct(mode: Mode, row: Mapping[str, Any]) -> bool:
-    """A well-formed verdict equal to the label (pointwise score or pairwise letter)."""
+    """A well-formed verdict equal to the label (pointwise score or pairwise letter); a policy's
+    response that its verifiers paid (open-instruct's `verifiable_correct_rate`: format aside)."""
+    if mode == "rlvr":
+        return float(row.get("verifiable_reward", 0.0)) > 0
     if not row["valid"]:
         return False
     label = row["label"]

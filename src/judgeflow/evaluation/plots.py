@@ -83,6 +83,7 @@ SUBSET_METRICS: dict[str, tuple[str, ...]] = {
     "pointwise": ("exact_match", "format_failure_rate"),
     "pairwise": ("consistent_accuracy", "consistency", "position_bias"),
     "grrm": ("ranking_accuracy", "score_agreement", "validity"),
+    "rlvr": ("verifiable_correct_rate", "format_failure_rate"),
 }
 
 

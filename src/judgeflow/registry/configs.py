@@ -55,7 +55,7 @@ def resolve_config(
         recorded = _recorded_evaluation(info.run_id, tracking_uri) if not profile else []
     if not mode:
         raise ConfigError(f"{model}: say which judge it is with --mode pointwise|pairwise|grrm")
-    recipe = recipe or ("grrm-rlvr" if mode == "grrm" else f"grpo-{mode}")
+    recipe = recipe or {"grrm": "grrm-rlvr", "rlvr": "rlvr"}.get(mode, f"grpo-{mode}")
     base = [f"mode={mode}", f"model.path={model_uri}"]
     if tracking_uri:
         base.append(f"tracking.tracking_uri={tracking_uri}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,10 +67,12 @@ def prepare_stage(
     `duplicates.across.val_source`.
     """
     from judgeflow.data import prepare_judge
+    from judgeflow.data.rlvr import prepare_rlvr
 
     mode = cfg.mode
     if mode == "grrm":
         raise NotImplementedError("GRRM data preparation runs in the grrm flow")
+    prepare: Any = prepare_rlvr if mode == "rlvr" else partial(prepare_judge, mode)
     params = _prepare_params(cfg)
     tokenizer = fetch(cfg, cfg.model.path) if cfg.data.filter_overlong_prompts else None
     identity = json.dumps(prepare_identity(cfg), sort_keys=True)
@@ -80,8 +83,7 @@ def prepare_stage(
     val_manifest = local_manifest(cfg, val_manifest) if val_manifest else None
 
     def run(m: Manifest, output: Path, **overrides: Any) -> Any:
-        return prepare_judge(
-            mode,
+        return prepare(
             [str(p) for p in m.paths],
             str(output),
             tokenizer=tokenizer,
@@ -97,12 +99,12 @@ def prepare_stage(
         from judgeflow.data import atomic_write_text, judge_prompt_units, prompt_duplicates
 
         result = run(manifest, out_dir / f"{cfg.mode}.parquet", val_fraction=0.0)
-        val = run(  # evaluated on both A/B orders: balanced by construction
+        judge_only = {"both_orders": mode == "pairwise", "balance_positions": False}
+        val = run(  # a pairwise judge is evaluated on both A/B orders: balanced by construction
             val_manifest,
             out_dir / "val_source" / f"{cfg.mode}.parquet",
             val_fraction=0.0,
-            both_orders=mode == "pairwise",
-            balance_positions=False,
+            **(judge_only if mode != "rlvr" else {}),
         )
         val_file = str(val.train_path)
         across = prompt_duplicates(
@@ -111,7 +113,7 @@ def prepare_stage(
                 "val_source": judge_prompt_units(val.train_path),
             }
         )["across"]
-        duplicates = {**result.report["duplicates"], "across": across}
+        duplicates = {**result.report.get("duplicates", {}), "across": across}
         report = {
             **result.report,
             "duplicates": duplicates,
