@@ -284,7 +284,8 @@ def evaluation_tables(evaluation: Evaluated, mode: str) -> list[Table]:
 
 
 def _headline_table(metrics: Mapping[str, float], mode: str) -> Table:
-    table = Table(title=f"Judge quality ({mode})", title_justify="left")
+    what = "Policy" if mode == "rlvr" else "Judge"
+    table = Table(title=f"{what} quality ({mode})", title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
     spread = any(k.endswith("_std") and not k.startswith("eval/subset/") for k in metrics)

@@ -39,3 +39,22 @@ def test_render_local_trl_recipe_has_no_engine_command() -> None:
     assert result.exit_code == 0, result.output
     assert "engine trl, backend local" in result.output
     assert "main_ppo" not in result.output
+
+
+def test_render_rlvr_prints_verls_command_with_the_policys_reward_and_no_judging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `judgeflow render rlvr --set cluster.backend=slurm` prints; that verl accepts the
+    command is tests/engines/test_verl_validation.py's (its own validate_config and reward
+    manager on the same overrides)."""
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path))
+    result = CliRunner().invoke(app, ["render", "rlvr", "--set", "cluster.backend=slurm"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "# recipe rlvr: stage train (engine verl, backend slurm)" in out
+    assert "verl.trainer.main_ppo" in out and "rewards/rlvr/score.py" in out
+    assert "+custom_reward_function.reward_kwargs.verification_reward=10.0" in out
+    assert "+custom_reward_function.reward_kwargs.r1_style_format=off" in out
+    assert "actor_rollout_ref.rollout.n=16" in out and "data.train_batch_size=64" in out
+    assert "judging" not in out  # a policy writes no verdicts
+    assert not (tmp_path / "jobs").exists()

@@ -172,3 +172,16 @@ def test_bad_grrm_rows_are_named_by_file_row_and_field(tmp_path: Path) -> None:
     text = str(caught.value)
     assert "groups.jsonl" in text and "mt_texts" in text and "2 to 8 translations" in text
     assert "source_lang" in text and "zz" in text
+
+
+def test_a_policy_is_refused_as_a_judge_before_anything_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from judgeflow.config import ConfigError, load_config
+    from judgeflow.stages.judge import start_judging_run
+
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path))
+    cfg = load_config("rlvr", profile="tiny")
+    with pytest.raises(ConfigError, match="is a policy .mode rlvr., not a judge.*--mode rlvr"):
+        start_judging_run(cfg, "models:/rlvr-policy@champion", "1", "rows.jsonl")
+    assert not (tmp_path / "mlflow.db").exists()

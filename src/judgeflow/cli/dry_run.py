@@ -12,6 +12,7 @@ import shlex
 from judgeflow.cluster.job import PYTHON
 from judgeflow.cluster.submit import render_sbatch
 from judgeflow.config import RunConfig, with_policy
+from judgeflow.modes import JUDGE_MODELS
 from judgeflow.stages import (
     PreparedData,
     evaluate_job_spec,
@@ -92,6 +93,8 @@ def _judging(cfg: RunConfig) -> list[str]:
         f"# recipe {cfg.recipe}: judging, `judgeflow judge {MODEL_DIR} --data {JUDGE_DATA} "
         f"--output {JUDGE_OUTPUT}` (backend {cfg.cluster.backend})"
     )
+    if cfg.mode not in JUDGE_MODELS:
+        return []  # a policy writes no verdicts: there is nothing to judge with
     if cfg.cluster.backend != "slurm":
         return [head, "# runs in judgeflow judge's own process (backend local)"]
     job = evaluation_job_config(cfg)

@@ -17,7 +17,7 @@ from judgeflow.inference.batch import judge_file, summary_metrics
 from judgeflow.inference.claim import claim_output
 from judgeflow.inference.pyfunc import local_weights
 from judgeflow.inference.verdicts import INPUT_COLUMNS
-from judgeflow.modes import Mode
+from judgeflow.modes import JUDGE_MODELS, Mode
 from judgeflow.registry import judge_tags
 from judgeflow.tracking import Tracker
 
@@ -95,7 +95,14 @@ def judge_stage(
 
 
 def start_judging_run(cfg: RunConfig, model: str, version: str | None, data: str) -> Tracker:
-    """The MLflow run of one judging: what judged what, with which settings."""
+    """The MLflow run of one judging: what judged what, with which settings. A policy (mode
+    rlvr) is no judge: it is refused here, before anything is recorded."""
+    if cfg.mode not in JUDGE_MODELS:
+        raise ConfigError(
+            f"{model} is a policy (mode {cfg.mode}), not a judge: it answers prompts and writes no "
+            "verdict. Score it on RLVR rows with `judgeflow evaluate MODEL --mode rlvr --data "
+            "ROWS`, or judge with a judge (models:/judge-grpo-pointwise@champion, …)"
+        )
     tracker = Tracker.start(
         EXPERIMENT,
         run_name=f"judge {data.rsplit('/', 1)[-1]}",
