@@ -249,7 +249,18 @@ def rlvr_seeds_table(source: Path) -> str:
         )
     met = sum(run["meets_bar"] for run in results["runs"])
     seconds = [run["seconds"] for run in results["runs"]]
+    per_verifier = "; ".join(
+        f"{v} ({int(results['runs'][0]['after']['subsets'][v]['n'])} held-out prompts, one is "
+        f"{1 / results['runs'][0]['after']['subsets'][v]['n']:.3f}): raised it in "
+        + _raised(
+            [r["after"]["subsets"][v][metric] - r["sft"]["subsets"][v][metric]
+             for r in results["runs"]]
+        )
+        for v in verifiers
+    )  # fmt: skip
     lines += [
+        "",
+        f"Per verifier, GRPO's change on the held-out prompts: {per_verifier}.",
         "",
         f"{met} of {len(results['runs'])} runs meet the bar ({metric} at least "
         f"{bar['min_reward_gain']} above the SFT policy's, format failures at most "

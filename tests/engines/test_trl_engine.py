@@ -239,6 +239,16 @@ def test_rlvr_reward_adapter_pays_verifiers_and_penalises_truncation() -> None:
     gated_score, gated_failure, _ = reward_functions("rlvr")
     assert gated_score(completions, **kwargs)[0] == 0.0  # gated (default): no </think>, no pay
     assert gated_failure(completions, **kwargs) == [1.0] * 4
+    # One unpaid probe per verifier: its own rows only (None elsewhere, which TRL leaves out).
+    *_, gsm8k, matcher = reward_functions(
+        "rlvr", rlvr_rules=rules, stop_token_ids={0}, verifiers=["gsm8k", "string_matcher"]
+    )
+    assert (gsm8k.__name__, matcher.__name__) == ("gsm8k_correct", "string_matcher_correct")
+    assert gsm8k(completions, **kwargs) == [1.0, 1.0, None, 0.0]
+    assert matcher(completions, **kwargs) == [None, None, 1.0, None]
+    logged = map_trl_logs({"rewards/gsm8k_correct/mean": 2 / 3,
+                           "rewards/string_matcher_correct/mean": float("nan")})  # fmt: skip
+    assert logged == {"train/verifiable_correct_rate/gsm8k": 2 / 3}  # NaN: none of its rows
 
 
 def test_grpo_with_verifiable_rewards_on_rlvr_rows(tmp_path: Path, tiny_model: Path) -> None:
@@ -264,5 +274,9 @@ def test_grpo_with_verifiable_rewards_on_rlvr_rows(tmp_path: Path, tiny_model: P
     for metrics in steps:
         assert 0.0 <= metrics["train/verifiable_correct_rate"] <= 1.0
         assert metrics["train/format_failure_rate"] == 0.0  # the format is off
+        per_verifier = {k for k in metrics if k.startswith("train/verifiable_correct_rate/")}
+        assert per_verifier  # the verifiers of this step's single-verifier rows
+        assert per_verifier <= {f"train/verifiable_correct_rate/{v}" for v in (
+            "gsm8k", "math", "strict_math", "string_matcher", "flan", "ifeval_old")}  # fmt: skip
         # 8 new tokens rarely end the untrained model's reply: truncated ones earn -10
         assert -10.0 <= metrics["train/reward_mean"] <= 10.0

@@ -38,7 +38,7 @@ from judgeflow.rewards import reward_module_path
 
 GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden" / "verl"
 UPDATE_GOLDEN = os.environ.get("JUDGEFLOW_UPDATE_GOLDEN") == "1"
-RECIPES = ["grpo-pointwise", "grpo-pairwise", "grrm-rlvr"]
+RECIPES = ["grpo-pointwise", "grpo-pairwise", "grrm-rlvr", "rlvr"]
 SHARED = "/shared/judgeflow"
 
 
@@ -145,10 +145,36 @@ GRRM_RLVR = {
     "trainer.test_freq": 20,
     "trainer.resume_mode": "auto",
 }
+# docs/design/presets.md, rlvr: open-instruct's scripts/train/tulu3/grpo_fast_8b_single_node.sh.
+RLVR_TULU = {
+    "actor_rollout_ref.model.path": "allenai/Llama-3.1-Tulu-3-8B-DPO",
+    "data.train_batch_size": 64,  # --num_unique_prompts_rollout
+    f"{R}.n": 16,  # --num_samples_per_prompt_rollout
+    f"{A}.optim.lr": 5e-7,
+    f"{A}.optim.weight_decay": 0.0,
+    f"{A}.kl_loss_coef": 0.01,  # --beta
+    f"{A}.kl_loss_type": "low_var_kl",  # --kl_estimator kl3
+    f"{A}.ppo_mini_batch_size": 32,  # --num_mini_batches 2
+    f"{A}.ppo_max_token_len_per_gpu": 4096,  # --pack_length
+    f"{R}.temperature": 1.0,
+    "data.max_prompt_length": 2048,
+    "data.max_response_length": 2048,
+    "trainer.total_training_steps": 1953,  # --total_episodes 2,000,000 / (64 x 16)
+    "trainer.save_freq": 40,
+    "trainer.test_freq": 20,
+    "trainer.n_gpus_per_node": 8,
+    "trainer.nnodes": 1,
+    "reward_model.reward_manager": "naive",
+    "custom_reward_function.reward_kwargs.verification_reward": 10.0,
+    "custom_reward_function.reward_kwargs.r1_style_format": "off",
+    "custom_reward_function.reward_kwargs.non_stop_penalty": True,
+    "custom_reward_function.reward_kwargs.non_stop_penalty_value": 0.0,
+}
 DESIGN_PRESETS = {
     "grpo-pointwise": {**GRPO_JUDGE, "trainer.total_epochs": 1, "trainer.test_freq": 10},
     "grpo-pairwise": {**GRPO_JUDGE, "trainer.total_epochs": 30, "trainer.test_freq": 4},
     "grrm-rlvr": GRRM_RLVR,
+    "rlvr": RLVR_TULU,
 }
 
 

@@ -44,6 +44,10 @@ def test_rlvr_pipeline_trains_evaluates_and_registers_a_policy(
     # What GRPO logged per step: the verifiers' rate, and what zero-variance skipping kept.
     steps = client.get_metric_history(run.info.run_id, "train/verifiable_correct_rate")
     assert [s.step for s in steps] == list(range(1, STEPS + 1))
+    for verifier in ("gsm8k", "string_matcher"):  # per verifier, on the steps with its rows
+        assert client.get_metric_history(
+            run.info.run_id, f"train/verifiable_correct_rate/{verifier}"
+        )
     ratios = client.get_metric_history(run.info.run_id, "train/real_batch_size_ratio")
     assert len(ratios) == STEPS and all(0.0 <= r.value <= 1.0 for r in ratios)
     # The champion gate decided on verifiable_correct_rate; a first version becomes champion.

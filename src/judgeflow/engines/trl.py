@@ -55,6 +55,8 @@ LineSink = Callable[[str], None]
 _REWARD_COLUMNS = ("data_source", "reward_model", "extra_info")
 _FORMAT_FAILURE = "format_failure"
 _VERIFIABLE_CORRECT = "verifiable_correct"
+_CORRECT_SUFFIX = "_correct"  # a per-verifier probe: `<verifier>_correct`
+_PER_VERIFIER = re.compile(rf"rewards/(.+){_CORRECT_SUFFIX}/mean")
 #: TRL 0.24 log keys -> the stable names judgeflow reports (same names for every engine).
 _RENAMES = {
     "reward": "reward_mean",
@@ -188,12 +190,13 @@ def train_grpo(
             observe=data_order.observe,
             rlvr_rules=params.rlvr_rules,
             stop_token_ids={tokenizer.eos_token_id, tokenizer.pad_token_id} - {None},
+            verifiers=rlvr_verifiers(train_file) if params.reward == "rlvr" else (),
         )
     ]
     trainer = _resumable_trainer_class()(
         model=params.model_path,
         reward_funcs=reward_funcs,
-        args=_grpo_config(params, has_eval=eval_file is not None),
+        args=_grpo_config(params, has_eval=eval_file is not None, rewards=len(reward_funcs)),
         train_dataset=load_rl_parquet(train_file),
         eval_dataset=load_rl_parquet(eval_file) if eval_file is not None else None,
         processing_class=tokenizer,
@@ -285,7 +288,8 @@ def reward_functions(
     observe: Callable[[Mapping[str, Any]], None] | None = None,
     rlvr_rules: Mapping[str, Any] | None = None,
     stop_token_ids: Collection[int] = (),
-) -> list[Callable[..., list[float]]]:
+    verifiers: Sequence[str] = (),
+) -> list[Callable[..., Sequence[float | None]]]:
     """TRL reward functions over `judgeflow.rewards.<reward>.compute_score`.
 
     The first pays the verl `score`; the second reports `1 - valid_answer` and is given weight
@@ -293,8 +297,10 @@ def reward_functions(
     `reward="rlvr"` adds a third, also unpaid: the share of completions with a verifiable
     reward (`verifiable_correct_rate`); its settings are `rlvr_rules`, and a completion that does
     not end in one of `stop_token_ids` (TRL's own test for truncation) has finish reason
-    `length`, for the non-stop penalty. `observe` sees the reward inputs of every scored batch
-    (the rows being trained on), once.
+    `length`, for the non-stop penalty. Then one unpaid probe per name in `verifiers`: whether
+    a completion of a row checked by that verifier alone was paid, None for other rows (TRL
+    averages without them: `verifiable_correct_rate/<verifier>`). `observe` sees the reward
+    inputs of every scored batch (the rows being trained on), once.
     """
     if reward == "rlvr":
         from judgeflow.rewards.rlvr.score import compute_score
@@ -336,10 +342,43 @@ def reward_functions(
     def verifiable_correct(completions: Sequence[Any], **kwargs: Any) -> list[float]:
         return [float(r["verifiable_reward"] > 0) for r in results(completions, kwargs)]
 
+    def correct_for(verifier: str) -> Callable[..., list[float | None]]:
+        def probe(completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+            extras = kwargs.get("extra_info") or [None] * len(completions)
+            return [
+                float(r["verifiable_reward"] > 0) if _row_verifiers(extra) == [verifier] else None
+                for r, extra in zip(results(completions, kwargs), extras, strict=True)
+            ]
+
+        probe.__name__ = f"{verifier}{_CORRECT_SUFFIX}"
+        return probe
+
     score.__name__ = reward  # TRL names the per-function metrics after __name__
     format_failure.__name__ = _FORMAT_FAILURE
     verifiable_correct.__name__ = _VERIFIABLE_CORRECT
-    return [score, format_failure, *([verifiable_correct] if reward == "rlvr" else [])]
+    if reward != "rlvr":
+        return [score, format_failure]
+    return [score, format_failure, verifiable_correct, *(correct_for(v) for v in verifiers)]
+
+
+def _row_verifiers(extra: Any) -> list[str]:
+    return (
+        [str(d) for d in (extra or {}).get("dataset") or []] if isinstance(extra, Mapping) else []
+    )
+
+
+def rlvr_verifiers(train_file: str | Path) -> list[str]:
+    """The verifiers that check a row of an RLVR parquet on their own (its per-verifier rates)."""
+    import pyarrow.parquet as pq
+
+    extras = pq.read_table(str(train_file), columns=["extra_info"]).column("extra_info")
+    return sorted({v[0] for e in extras.to_pylist() if len(v := _row_verifiers(e)) == 1})
+
+
+def _per_verifier(key: str) -> str:
+    """`rewards/<verifier>_correct/mean` -> `verifiable_correct_rate/<verifier>`."""
+    found = _PER_VERIFIER.fullmatch(key)
+    return f"{_RENAMES[f'rewards/{_VERIFIABLE_CORRECT}/mean']}/{found[1]}" if found else key
 
 
 def map_trl_logs(logs: Mapping[str, Any]) -> dict[str, float]:
@@ -353,13 +392,15 @@ def map_trl_logs(logs: Mapping[str, Any]) -> dict[str, float]:
     for key, value in logs.items():
         if isinstance(value, bool) or not isinstance(value, int | float):
             continue
+        if value != value:  # NaN: a per-verifier probe with none of its rows in the step
+            continue
         if summary:
             name = f"train/summary/{key.removeprefix('train_')}"
         elif key.startswith("eval_"):
             base = key.removeprefix("eval_")
             name = f"val/{_RENAMES.get(base, base)}"
         else:
-            name = f"train/{_RENAMES.get(key, key)}"
+            name = f"train/{_RENAMES.get(key, _per_verifier(key))}"
         out[_UNSAFE_NAME_CHARS.sub("_", name)] = float(value)
     return out
 
@@ -629,7 +670,8 @@ def params_from(cfg: RunConfig, output_dir: str | Path) -> GrpoParams:
     )
 
 
-def _grpo_config(params: GrpoParams, *, has_eval: bool) -> Any:
+def _grpo_config(params: GrpoParams, *, has_eval: bool, rewards: int | None = None) -> Any:
+    """TRL's config; `rewards`: how many reward functions there are (the first pays)."""
     import torch
     from trl import GRPOConfig
 
@@ -663,7 +705,7 @@ def _grpo_config(params: GrpoParams, *, has_eval: bool) -> Any:
         shuffle_dataset=params.shuffle_dataset,
         scale_rewards=params.scale_rewards,
         # The score pays; the format-failure (and verifiable-correct) probes only report.
-        reward_weights=[1.0, 0.0, *([0.0] if params.reward == "rlvr" else [])],
+        reward_weights=[1.0] + [0.0] * ((rewards or (3 if params.reward == "rlvr" else 2)) - 1),
         save_strategy="steps",
         save_steps=params.save_steps,
         save_total_limit=params.save_total_limit,
