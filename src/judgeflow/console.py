@@ -176,7 +176,7 @@ def summary_tables(summary: Mapping[str, Any]) -> list[Table]:
     if not rows:
         return []
     shown = [row["metric"] for row in rows]
-    policy = "verifiable_correct_rate" in shown  # an rlvr run: a policy, on held-out prompts
+    policy = PRIMARY_METRIC["rlvr"] in shown  # an rlvr run: a policy, on held-out prompts
     title = "Policy on the held-out prompts" if policy else "Judge on the validation split"
     tables = [comparison_table(rows, f"{title} (before → after)")]
     metric = next((m for m in PRIMARY_METRIC.values() if m in shown), "")

@@ -316,6 +316,7 @@ def prepare_rlvr(
             "verifiers": dict(sorted(Counter(v for ex in members for v in ex.verifiers).items())),
             "sha256": hashlib.sha256(payloads[-1][1]).hexdigest(),
         }
+    reasons = Counter(d.reason for d in read.dropped)
     report = {
         "schema_version": REPORT_SCHEMA_VERSION,
         "judgeflow_version": judgeflow.__version__,
@@ -333,13 +334,13 @@ def prepare_rlvr(
         },
         "counts": {
             "rows_read": read.rows_read,
-            "rows_dropped": {"invalid": len(read.dropped) - too_long, "prompt_too_long": too_long},
+            "rows_dropped": {reason: reasons[reason] for reason in ("invalid", "prompt_too_long")},
             "rows_written": {s: r["rows"] for s, r in split_reports.items()},
             "examples_written": {s: r["rows"] for s, r in split_reports.items()},
         },
         "dropped": {
             "total": len(read.dropped),
-            "by_reason": dict(sorted(Counter(d.reason for d in read.dropped).items())),
+            "by_reason": dict(sorted(reasons.items())),
             "listed_limit": MAX_LISTED_DROPS,
             "listed": [d.to_dict() for d in read.dropped[:MAX_LISTED_DROPS]],
         },

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -302,13 +302,12 @@ def reward_functions(
     averages without them: `verifiable_correct_rate/<verifier>`). `observe` sees the reward
     inputs of every scored batch (the rows being trained on), once.
     """
-    if reward == "rlvr":
-        from judgeflow.rewards.rlvr.score import compute_score
+    from judgeflow.rewards import reward_function
 
-        rules, stops = dict(rlvr_rules or {}), set(stop_token_ids)
-    else:
-        compute_score = importlib.import_module(f"judgeflow.rewards.{reward}").compute_score
-        rules, stops = {}, set()
+    compute_score = reward_function(reward)
+    rules, stops = (
+        (dict(rlvr_rules or {}), set(stop_token_ids)) if reward == "rlvr" else ({}, set())
+    )
     last: list[Any] = [None, None]  # the batch the functions were last called on, its results
 
     def results(completions: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -392,7 +391,7 @@ def map_trl_logs(logs: Mapping[str, Any]) -> dict[str, float]:
     for key, value in logs.items():
         if isinstance(value, bool) or not isinstance(value, int | float):
             continue
-        if value != value:  # NaN: a per-verifier probe with none of its rows in the step
+        if math.isnan(value):  # a per-verifier probe with none of its rows in the step
             continue
         if summary:
             name = f"train/summary/{key.removeprefix('train_')}"
@@ -671,7 +670,8 @@ def params_from(cfg: RunConfig, output_dir: str | Path) -> GrpoParams:
 
 
 def _grpo_config(params: GrpoParams, *, has_eval: bool, rewards: int | None = None) -> Any:
-    """TRL's config; `rewards`: how many reward functions there are (the first pays)."""
+    """TRL's config; `rewards`: how many reward functions there are (the first pays), by default
+    as many as `reward_functions` gives without per-verifier probes."""
     import torch
     from trl import GRPOConfig
 
@@ -705,7 +705,7 @@ def _grpo_config(params: GrpoParams, *, has_eval: bool, rewards: int | None = No
         shuffle_dataset=params.shuffle_dataset,
         scale_rewards=params.scale_rewards,
         # The score pays; the format-failure (and verifiable-correct) probes only report.
-        reward_weights=[1.0] + [0.0] * ((rewards or (3 if params.reward == "rlvr" else 2)) - 1),
+        reward_weights=[1.0] + [0.0] * ((rewards or len(reward_functions(params.reward))) - 1),
         save_strategy="steps",
         save_steps=params.save_steps,
         save_total_limit=params.save_total_limit,

@@ -13,7 +13,6 @@ metric) tells the two apart.
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgeflow.evaluation.metrics import PRIMARY_METRIC, summarise
 from judgeflow.modes import Mode
+from judgeflow.rewards import reward_function
 
 if TYPE_CHECKING:
     from judgeflow.config import RunConfig
@@ -148,8 +148,7 @@ def judge_rows(
 
     if len(rows) != len(completions):
         raise ValueError(f"{len(rows)} rows but {len(completions)} completions")
-    module = "judgeflow.rewards.rlvr.score" if mode == "rlvr" else f"judgeflow.rewards.{mode}"
-    compute_score = importlib.import_module(module).compute_score
+    compute_score = reward_function(mode)
     judged = []
     for position, (row, completion) in enumerate(zip(rows, completions, strict=True)):
         truth = (row.get("reward_model") or {}).get("ground_truth")

@@ -9,18 +9,31 @@ environment the verl workers run in. Every module exposes
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 from judgeflow.modes import MODES
 
 _HERE = Path(__file__).resolve().parent
+#: Each mode's reward module under this package (policy RLVR's lives in the `rlvr` package).
+_MODULES: dict[str, str] = {mode: "rlvr.score" if mode == "rlvr" else mode for mode in MODES}
 
 REWARD_MODULES: dict[str, str] = {
-    mode: str(_HERE / ("rlvr/score.py" if mode == "rlvr" else f"{mode}.py")) for mode in MODES
+    mode: str(_HERE / f"{name.replace('.', '/')}.py") for mode, name in _MODULES.items()
 }
 REWARD_FUNCTION_NAME = "compute_score"
 
-__all__ = ["REWARD_FUNCTION_NAME", "REWARD_MODULES", "reward_module_path"]
+__all__ = ["REWARD_FUNCTION_NAME", "REWARD_MODULES", "reward_function", "reward_module_path"]
+
+
+def reward_function(mode: str) -> Callable[..., dict[str, Any]]:
+    """`compute_score` of `mode`'s reward module, imported as part of judgeflow: the same file
+    verl loads by path (`reward_module_path`)."""
+    reward_module_path(mode)  # an unknown mode: the same error
+    module = importlib.import_module(f"{__name__}.{_MODULES[mode]}")
+    return cast("Callable[..., dict[str, Any]]", getattr(module, REWARD_FUNCTION_NAME))
 
 
 def reward_module_path(mode: str) -> str:
