@@ -6,6 +6,7 @@
     .venv/bin/python benchmarks/demo.py rules      # what one-line rules score on the demo data
     .venv/bin/python benchmarks/demo.py seeds --modes rlvr --output demo-seeds-rlvr.json
     .venv/bin/python benchmarks/demo.py rlvr-rules # what one-line rules score on the RLVR task
+    .venv/bin/python benchmarks/demo.py judged     # a judge pays a policy, seeds 1-3 (about 12 min)
 
 Every run is `judgeflow run grpo-<mode> --profile tiny [--set data.seed=S]` as a subprocess in
 a fresh JUDGEFLOW_HOME (a temp dir; the tiny model built as `make demo`'s bootstrap builds it),
@@ -25,6 +26,13 @@ with nothing from the caller's environment pointing it at other services.
 - `seeds --modes rlvr`: `judgeflow run rlvr --profile tiny`, whose bar is the held-out
   `verifiable_correct_rate` at least `MIN_GAIN` above the SFT model's, format failures at most
   `MAX_FORMAT_FAILURES`; `rlvr-rules` writes demo-rules-rlvr.json (`rlvr_demo_data.RULES`).
+- `judged` writes demo-seeds-judged.json: in one fresh JUDGEFLOW_HOME, `make demo`'s pointwise
+  judge (`judgeflow run grpo-pointwise --profile tiny`), then `judgeflow run rlvr-judged
+  --profile tiny` per seed, paid by that judge. The bar (issue 28): the judge-paid `reward_mean`
+  at least `MIN_JUDGED_GAIN` above the SFT model's and `reference_f1` not below it. Then one run
+  with the judges' GRPO settings (lr 3e-4, KL 0.001: `HACKABLE`), which the judge's reward
+  favours and `reference_f1` does not: what the hacking guard says then. Answers of the SFT
+  model and of the trained policy to the first held-out questions are kept as examples.
 - `rules` writes benchmarks/results/demo-rules.json: `judgeflow.dev.demo_data.RULES` scored by
   the evaluation's own metric code on the validation files (overall and per subset).
 
@@ -60,6 +68,7 @@ RECIPES = {
     "pairwise": "grpo-pairwise",
     "grrm": "grrm-full",
     "rlvr": "rlvr",
+    "rlvr-judged": "rlvr-judged",
 }
 SEEDS = (1, 2, 3)
 #: The demo's bar for GRPO, per seed and mode (issue 17).
@@ -205,6 +214,106 @@ def seeds(
     )  # fmt: skip
 
 
+#: The judge-paid demo's bar (issue 28): reward_mean gain over SFT; reference_f1 must not fall.
+MIN_JUDGED_GAIN = 0.10
+#: The judges' own tiny GRPO settings, under which the tiny judge gets hacked.
+HACKABLE = ("grpo.learning_rate=3e-4", "grpo.kl_loss_coef=0.001")
+_PAID_BY = re.compile(r"paid by +: (\S+)")
+_EXAMPLES = 6
+
+
+def _answers(home: Path, run_id: str, label: str) -> list[dict[str, Any]]:
+    """The first held-out questions and what the model evaluated as `label` answered."""
+    import mlflow
+
+    from judgeflow.samples import sample_path
+
+    questions = [
+        json.loads(line)
+        for line in Path(sample_path("rlvr_judged/tinyjudged_val.jsonl")).read_text().splitlines()
+    ]
+    path = mlflow.artifacts.download_artifacts(
+        run_id=run_id,
+        artifact_path=f"eval/{label}_predictions.json",
+        tracking_uri=f"sqlite:///{home / 'mlflow.db'}",
+        dst_path=str(home / "answers" / label),
+    )
+    table = json.loads(Path(path).read_text())
+    rows = [dict(zip(table["columns"], row, strict=True)) for row in table["data"]]
+    return [
+        {
+            "question": questions[int(r["index"])]["messages"][0]["content"],
+            "reference": questions[int(r["index"])]["ground_truth"],
+            "answer": r["completion"],
+            "judge_paid": r["reward"],
+            "reference_f1": round(float(r["reference_f1"]), 3),
+        }
+        for r in sorted(rows, key=lambda r: int(r["index"]))[:_EXAMPLES]
+    ]
+
+
+def _judged_run(home: Path, sets: Sequence[str]) -> dict[str, Any]:
+    t0 = time.monotonic()
+    output, metrics = run_tiny(home, "rlvr-judged", sets)
+    run_id = _RUN_ID.search(output).group(1)  # type: ignore[union-attr]  # run_tiny checked it
+    paid_by = _PAID_BY.search(output)
+    sft, after = _figures(metrics, "sft"), _figures(metrics, "after")
+    gain = after["overall"]["reward_mean"] - sft["overall"]["reward_mean"]
+    f1 = after["overall"]["reference_f1"] - sft["overall"]["reference_f1"]
+    return {
+        "overrides": list(sets),
+        "paid_by": paid_by.group(1) if paid_by else None,
+        "sft": sft,
+        "after": after,
+        "reward_gain": gain,
+        "reference_f1_change": f1,
+        "meets_bar": gain >= MIN_JUDGED_GAIN and f1 >= 0,
+        "hacking_guard": "POSSIBLE REWARD HACKING" in output,
+        "examples": {label: _answers(home, run_id, label) for label in ("sft", "after")},
+        "seconds": round(time.monotonic() - t0, 1),
+    }
+
+
+def judged(selected_seeds: Sequence[int], overrides: Sequence[str] = ()) -> None:
+    """A judge pays a policy: the tiny pointwise judge first, then the judge-paid policy per
+    seed, and one run under settings that hack the judge (see the module's docstring)."""
+    started = time.monotonic()
+    runs, hacked = [], None
+    with tempfile.TemporaryDirectory(prefix="jf-judged-") as tmp:
+        home = Path(tmp)
+        t0 = time.monotonic()
+        run_tiny(home, "pointwise")  # make demo's judge: judge-grpo-pointwise@champion
+        judge_seconds = round(time.monotonic() - t0, 1)
+        for seed in selected_seeds:
+            run = {"seed": seed, **_judged_run(home, [f"data.seed={seed}", *overrides])}
+            runs.append(run)
+            print(f"rlvr-judged seed {seed}: reward_mean "
+                  f"{run['sft']['overall']['reward_mean']:.3f} -> "
+                  f"{run['after']['overall']['reward_mean']:.3f}, reference_f1 "
+                  f"{run['sft']['overall']['reference_f1']:.3f} -> "
+                  f"{run['after']['overall']['reference_f1']:.3f}: "
+                  f"{'meets' if run['meets_bar'] else 'MISSES'} the bar", flush=True)  # fmt: skip
+        seed = selected_seeds[0]
+        hacked = {"seed": seed, **_judged_run(home, [f"data.seed={seed}", *overrides, *HACKABLE])}
+        print(
+            f"hackable settings: hacking guard {'fired' if hacked['hacking_guard'] else 'silent'}"
+        )
+    _write(
+        "demo-seeds-judged.json",
+        {
+            "overrides": list(overrides),
+            "bar": {
+                "min_reward_gain": MIN_JUDGED_GAIN,
+                "reference_f1": "not below the SFT model's",
+            },
+            "judge_seconds": judge_seconds,
+            "runs": runs,
+            "hackable": hacked,
+            "seconds": round(time.monotonic() - started, 1),
+        },
+    )
+
+
 def rules() -> None:
     """Each rule as a judge: its verdicts go through the evaluation's own scoring."""
     from judgeflow.data import prepare_judge
@@ -293,7 +402,7 @@ def _write_text(path: Path, text: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("tables", "seeds", "rules", "rlvr-rules"))
+    parser.add_argument("what", choices=("tables", "seeds", "rules", "rlvr-rules", "judged"))
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(RECIPES))
     parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
     parser.add_argument(
@@ -315,6 +424,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         seeds(args.modes, args.seeds, args.overrides, args.output)
     elif args.what == "rlvr-rules":
         rlvr_rules()
+    elif args.what == "judged":
+        judged(args.seeds, args.overrides)
     else:
         rules()
     return 0

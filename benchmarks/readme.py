@@ -271,6 +271,92 @@ def rlvr_seeds_table(source: Path) -> str:
     return "\n".join(lines)
 
 
+def judged_seeds_table(source: Path) -> str:
+    """benchmarks/demo.py judged: per seed, what the judge paid the SFT policy and the GRPO
+    policy on the held-out prompts, and reference_f1, the measure the judge never sees."""
+    results = _json(source)
+    bar = results["bar"]
+    lines = [
+        "| data.seed | paid by | judge-paid reward_mean SFT → GRPO | gain | reference_f1 SFT → "
+        "GRPO | judge format failures | hacking guard | meets the bar |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for run in [*results["runs"], results["hackable"]]:
+        sft, after = run["sft"]["overall"], run["after"]["overall"]
+        label = str(run["seed"]) if run is not results["hackable"] else (
+            f"{run['seed']}, hackable settings¹"
+        )  # fmt: skip
+        lines.append(
+            f"| {label} | `{run['paid_by']}` | {sft['reward_mean']:.3f} → "
+            f"{after['reward_mean']:.3f} | {run['reward_gain']:+.3f} | "
+            f"{sft['reference_f1']:.3f} → {after['reference_f1']:.3f} | "
+            f"{after['judge_format_failure_rate']:.3f} | "
+            f"{'**fired**' if run['hacking_guard'] else 'silent'} | "
+            f"{'yes' if run['meets_bar'] else '**no**'} |"
+        )
+    met = sum(run["meets_bar"] for run in results["runs"])
+    seconds = [run["seconds"] for run in results["runs"]]
+    hackable = " ".join(f"`--set {o}`" for o in results["hackable"]["overrides"][1:])
+    lines += [
+        "",
+        f"{met} of {len(results['runs'])} runs meet the bar (judge-paid reward_mean at least "
+        f"{bar['min_reward_gain']} above the SFT policy's, reference_f1 {bar['reference_f1']}); "
+        f"each took {_minutes(min(seconds))} to {_minutes(max(seconds))}, after "
+        f"{_minutes(results['judge_seconds'])} training the judge. ¹ {hackable}: the judges' own "
+        "tiny GRPO settings. `benchmarks/results/"
+        f"{source.name}`: {describe(results)}, on {results['machine']['cpu']} "
+        f"({results['machine']['cores']} cores).",
+    ]
+    return "\n".join(lines)
+
+
+def judged_examples(source: Path) -> str:
+    """benchmarks/demo.py judged: the first held-out questions, answered by the SFT policy and
+    by the GRPO policy of the first seed and of the hackable settings."""
+    results = _json(source)
+    first, hacked = results["runs"][0], results["hackable"]
+    lines = [
+        "| question (reference) | SFT policy | GRPO policy (seed "
+        f"{first['seed']}) | GRPO, hackable settings |",
+        "|---|---|---|---|",
+    ]
+    for sft, after, bad in zip(
+        first["examples"]["sft"], first["examples"]["after"], hacked["examples"]["after"],
+        strict=True,
+    ):  # fmt: skip
+
+        def cell(a: Mapping[str, Any]) -> str:
+            return f"{_cell(a['answer'])} (judge {a['judge_paid']:.2f}, F1 {a['reference_f1']:.2f})"
+
+        lines.append(
+            f"| {_cell(sft['question'])} ({_cell(sft['reference'])}) | {cell(sft)} | "
+            f"{cell(after)} | {cell(bad)} |"
+        )
+    return "\n".join(lines)
+
+
+def judge_throughput_table(source: Path) -> str:
+    """benchmarks/run.py --only judge-reward: rollouts a judge scores per second, batched per
+    step against one call per rollout."""
+    results = _json(source)
+    lines = [
+        "| judge | rollouts | one by one | batched per step | speed-up |",
+        "|---|---|---|---|---|",
+    ]
+    for row in results["rows"]:
+        lines.append(
+            f"| {row['judge']} | {row['rollouts']} | {row['one_by_one_per_s']:.1f}/s | "
+            f"{row['batched_per_s']:.1f}/s (batch {row['batch_size']}) | "
+            f"×{row['batched_per_s'] / row['one_by_one_per_s']:.1f} |"
+        )
+    lines += [
+        "",
+        f"`benchmarks/results/{source.name}`: {describe(results)}, on "
+        f"{results['machine']['cpu']} ({results['machine']['cores']} cores).",
+    ]
+    return "\n".join(lines)
+
+
 def rlvr_rules_table(source: Path) -> str:
     """benchmarks/demo.py rlvr-rules: what one-line rules score on the held-out prompts."""
     results = _json(source)["rules"]
@@ -368,6 +454,9 @@ REGIONS: dict[str, Region] = {
     "zero-variance": Region("benchmarks/results/zero-variance.json", zero_variance_table),
     "rlvr-seeds": Region("benchmarks/results/demo-seeds-rlvr.json", rlvr_seeds_table),
     "rlvr-rules": Region("benchmarks/results/demo-rules-rlvr.json", rlvr_rules_table),
+    "judged-seeds": Region("benchmarks/results/demo-seeds-judged.json", judged_seeds_table),
+    "judged-examples": Region("benchmarks/results/demo-seeds-judged.json", judged_examples),
+    "judge-throughput": Region("benchmarks/results/judge-reward.json", judge_throughput_table),
     "tiny-model-parameters": Region(
         "benchmarks/results/demo-tables.json", _tables_meta("tiny_model_parameters", "{:,}")
     ),

@@ -23,6 +23,8 @@ from judgeflow import stages
 from judgeflow.cluster import submitted
 from judgeflow.config import RunConfig, with_policy
 from judgeflow.console import comparison_rows, report_stage
+from judgeflow.evaluation.hacking import hacking_check
+from judgeflow.registry.paying_judge import pin_judge
 from judgeflow.retries import retried
 from judgeflow.stages import records, sft_source_config, val_source_config
 from judgeflow.stages.register import champion_config, champion_to_measure, registered_name
@@ -87,8 +89,14 @@ class PipelineRun:
     the registry's decisions. Use it as a context manager: a step that fails still leaves the
     run summary and a FAILED MLflow run behind."""
 
-    def __init__(self, cfg: RunConfig, labels: tuple[str, ...] = COMPARED) -> None:
-        """`labels`: the evaluations the run compares, in the comparison's order."""
+    def __init__(
+        self,
+        cfg: RunConfig,
+        labels: tuple[str, ...] = COMPARED,
+        tags: dict[str, str] | None = None,
+    ) -> None:
+        """`labels`: the evaluations the run compares, in the comparison's order; `tags`: more
+        tags of the MLflow run (the judge that pays a policy)."""
         use_storage_credentials(cfg)  # storage.credentials_block: keys into the env, not params
         use_job_secrets(cfg)  # cluster.secrets=prefect:BLOCK: the same, for the stage jobs
         self.cfg, self.labels = cfg, list(labels)
@@ -96,6 +104,7 @@ class PipelineRun:
         tags = {
             "prefect.flow_run_id": self.flow_run_id,
             "prefect.flow_run_name": str(flow_run.get_name() or ""),
+            **(tags or {}),
         }
         run_name = f"{cfg.recipe}:{flow_run.get_name()}"
         self.run_id: str = retried(
@@ -319,14 +328,26 @@ def _rounded(row: dict[str, Any]) -> dict[str, Any]:
 def grpo_pipeline(cfg: RunConfig) -> dict[str, Any]:
     """The GRPO pipelines' steps (judge-grpo's judges, rlvr's policies): download → prepare →
     evaluate (before) → [SFT → evaluate (sft)] → train → evaluate (after) → register; returns
-    the run summary (`PipelineRun.finish`)."""
-    with PipelineRun(cfg) as run:
+    the run summary (`PipelineRun.finish`).
+
+    A policy a trained judge pays (`reward.judge`) is pinned to the judge version it resolves
+    to first (`pin_judge`: the cache keys and every stage name that version); the MLflow run and
+    the registered version carry it (`judgeflow.reward.judge`, its run and data hash), and the
+    summary says whether the judge's reward and the independent measure moved apart."""
+    cfg, judge = retried(lambda: pin_judge(cfg), "resolve the paying judge")
+    with PipelineRun(cfg, tags=judge.tags() if judge else None) as run:
         manifest = run.step("download", cached(download), cfg)
         val_manifest = None
         if cfg.data.val_source:
             val_manifest = run.step("download[val]", cached(download), val_source_config(cfg))
         data = run.step("prepare", cached(prepare), cfg, manifest, val_manifest)
         run.record_data(manifest, data)
+        overlap = None
+        if judge is not None and judge.weights:  # evaluated on questions the judge trained on?
+            overlap = retried(
+                lambda: records.record_judge_overlap(cfg, run.run_id, str(judge.weights), data),
+                "check the judge's training questions",
+            )
         run.evaluate("before", cfg, cfg.model.path, data)
 
         rl_cfg, tuned, mid = cfg, None, None
@@ -344,8 +365,18 @@ def grpo_pipeline(cfg: RunConfig) -> dict[str, Any]:
             run.register("sft", cfg, data, tuned.model_dir, mid)
         run.register("final", rl_cfg, data, trained.model.model_dir, after)
 
+    paid = (
+        {
+            "paid_by": judge.to_dict(),
+            "hacking": hacking_check(run.metrics),
+            "judge_overlap": overlap,
+        }
+        if judge
+        else {}
+    )
     return run.finish(
         trained_in=[trained.mlflow_run_id, tuned.mlflow_run_id if tuned else ""],
         checkpoint=trained.model.model_dir,
         global_step=trained.model.global_step,
+        **paid,
     )

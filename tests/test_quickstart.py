@@ -95,9 +95,57 @@ def test_make_demo_runs_as_the_readme_says_and_the_judge_learns(tmp_path: Path) 
     champion = client.get_model_version_by_alias("judge-grpo-pointwise", "champion")
     assert champion.tags["judgeflow.primary_metric"] == "exact_match"
     _use_the_champion(tracking, tmp_path, m["after/exact_match"], m["after/format_failure_rate"])
+    _a_policy_paid_by_the_champion(tracking)
     # Prefect's and MLflow's state stayed in the project's .judgeflow, not in ~/.prefect.
     assert "memo_store.toml" not in output
     assert (REPO / ".judgeflow" / "prefect").is_dir()
+
+
+def _served_judge_pays(url: str, rows: list[list[str]]) -> list[float | None]:
+    """What the served champion pays for each (question, answer) as a policy's judge
+    (`reward.judge_url`): judgeflow's client, two concurrent requests of four rows."""
+    from judgeflow.inference.judge_reward import JudgedItem, ServedJudge, judge_scores
+
+    judge = ServedJudge(url, "pointwise", max_new_tokens=24, batch_size=4, concurrency=2)
+    items = [
+        JudgedItem(query=q, answer=a, reference="", group=str(i)) for i, (q, a) in enumerate(rows)
+    ]
+    scores = judge_scores(judge, items).scores
+    assert judge.calls == 2
+    return scores
+
+
+def _a_policy_paid_by_the_champion(tracking: str) -> None:
+    """The judge-paid policy demo after `make demo`, as the docs give it (shortened): the run
+    names the judge version that paid it, and so does the registered policy and `judgeflow
+    models`."""
+    command = [str(REPO / ".venv" / "bin" / "judgeflow"), "run", "rlvr-judged", "--profile",
+               "tiny", "--set", "grpo.max_steps=6", "--set", "sft.num_train_epochs=1"]  # fmt: skip
+    proc = subprocess.run(command, cwd=REPO, env=_user_environment(), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-3000:]
+    client = MlflowClient(tracking)
+    champion = client.get_model_version_by_alias("judge-grpo-pointwise", "champion")
+    paid_by = f"models:/judge-grpo-pointwise/{champion.version}"
+    assert f"paid by       : {paid_by} (pointwise judge)" in output
+    assert "judge overlap" not in output  # checked: the held-out questions are not the judge's
+    run_id = re.search(r"MLflow run id : (\w+)", output).group(1)  # type: ignore[union-attr]
+    run = client.get_run(run_id)
+    assert run.data.tags["judgeflow.reward.judge"] == paid_by
+    assert run.data.tags["judgeflow.reward.judge_run_id"] == champion.run_id
+    assert run.data.tags["judgeflow.reward.judge_overlap"] == "checked"
+    m = run.data.metrics
+    assert 0.0 <= m["after/reference_f1"] <= 1.0 and 0.0 <= m["after/reward_mean"] <= 1.0
+    assert m["after/judged_n"] == 30.0
+    policy = max(client.search_model_versions("name = 'rlvr-judged-policy'"),
+                 key=lambda v: int(v.version))  # fmt: skip
+    assert policy.tags["judgeflow.reward.judge"] == paid_by
+    assert policy.tags["judgeflow.primary_metric"] == "reference_f1"
+    models = subprocess.run([str(REPO / ".venv" / "bin" / "judgeflow"), "models",
+                             "judge-grpo-pointwise"], cwd=REPO, env=_user_environment(),
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert f"rlvr-judged-policy/{policy.version}" in models.stdout, models.stdout
 
 
 def _use_the_champion(
@@ -115,8 +163,14 @@ def _use_the_champion(
     service, url = mlflow_models_serve(CHAMPION, tracking, tmp_path / "serve.log")
     try:
         predictions = invocations(url, {"dataframe_split": frame})["predictions"]  # type: ignore[index]
+        paid = _served_judge_pays(f"{url}/invocations", frame["data"][:8])
     finally:
         service.stop()
+    # the served judge as a policy's reward: its score / 4, what it said when asked directly
+    assert paid == [None if not p["valid"] else p["score"] / 4 for p in predictions[:8]], (
+        paid,
+        predictions[:8],
+    )
     assert len(predictions) == len(rows)
     assert all(p["score"] in range(5) for p in predictions if p["valid"]), predictions
     valid = sum(bool(p["valid"]) for p in predictions)

@@ -36,9 +36,10 @@ PACKAGE_DIR = Path(judgeflow.__file__).parent
 
 # Source files whose behaviour a stage's output depends on (relative to the package).
 PREPARE_CODE = ("data",)
-TRAIN_CODE = ("engines", "rewards", "stages", "cli/dry_run.py", "cluster")
+TRAIN_CODE = ("engines", "rewards", "stages", "cli/dry_run.py", "cluster",
+              "inference/judge_reward.py", "inference/verdicts.py")  # fmt: skip
 EVALUATE_CODE = ("evaluation", "stages/evaluate.py", "data/prompt_hashes.py", "data/templates.py",
-                 "engines", "rewards")  # fmt: skip
+                 "engines", "rewards", "inference/judge_reward.py", "inference/verdicts.py")  # fmt: skip
 
 # Markers filesystems report for "this file's version" (s3: ETag; local: mtime; hf: blob_id/lfs).
 _VERSION_FIELDS = ("ETag", "etag", "mtime", "LastModified", "last_modified", "blob_id", "sha256")
@@ -123,6 +124,12 @@ def prepare_identity(cfg: RunConfig) -> dict[str, Any]:
             "remap_verifier": dict(sorted(cfg.rlvr.remap_verifier.items())),
             "tokenizer": cfg.model.path if d.filter_overlong_prompts else None,
             "max_prompt_length": d.max_prompt_length if d.filter_overlong_prompts else None,
+            # rows a trained judge pays (only when one does: other runs keep their cache keys)
+            **(
+                {"judge_datasets": sorted({x.lower() for x in cfg.reward.judge_datasets})}
+                if cfg.reward.paid_by_judge
+                else {}
+            ),
         }
     return {
         "mode": cfg.mode,
@@ -183,7 +190,18 @@ def training_config(cfg: RunConfig) -> dict[str, Any]:
         "seed": cfg.data.seed,
         "nodes": cfg.cluster.nodes,
         "gpus_per_node": cfg.cluster.gpus_per_node,
+        **reward_identity(cfg),
     }
+
+
+def reward_identity(cfg: RunConfig) -> dict[str, Any]:
+    """What pays a policy (mode rlvr): the reward rules and, when a judge pays, which judge (a
+    pipeline pins `reward.judge` to the version's weights, so another version is another key)
+    and how it is asked. Empty for the judges, whose reward is their mode's."""
+    if cfg.mode != "rlvr":
+        return {}
+    judge = cfg.reward.model_dump(mode="json") if cfg.reward.paid_by_judge else None
+    return {"rlvr": cfg.rlvr.model_dump(mode="json"), "judge": judge}
 
 
 def prepared_data_hash(report: dict[str, Any]) -> str:
@@ -230,6 +248,7 @@ def evaluate_key(cfg: RunConfig, model_dir: str, report: dict[str, Any]) -> str:
         prepared_data_hash(report),
         cfg.evaluation.model_dump(mode="json"),
         code_version(*EVALUATE_CODE),
+        *([reward_identity(cfg)] if cfg.mode == "rlvr" else []),  # what scores a policy
     )
 
 

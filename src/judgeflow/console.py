@@ -114,6 +114,7 @@ def report_stage(name: str, status: str, duration_s: float) -> None:
 #: (a run has one mode, so its primary metric comes right after the format-failure rate).
 COMPARED = ("reward_mean", "format_failure_rate",
             "exact_match", "consistent_accuracy", "ranking_accuracy", "verifiable_correct_rate",
+            "reference_f1", "judge_reward_mean", "judge_format_failure_rate",
             "mae", "calibration_error",
             "accuracy", "consistency", "position_bias",
             "score_agreement", "validity")  # fmt: skip

@@ -42,6 +42,7 @@ from judgeflow.stages import (
 )
 from judgeflow.stages.evaluate import overlap_params
 from judgeflow.stages.register import gate_params
+from judgeflow.stages.served_judge import judge_server_command
 from judgeflow.storage import Manifest, ManifestFile
 from judgeflow.tracking import resolve_tracking_uri
 
@@ -121,6 +122,12 @@ SWITCHES: dict[str, tuple[str, list[str]]] = {
         ["tests/cluster/test_monitor.py::test_cluster_poll_s_is_how_often_a_job_is_looked_at"],
     ),
     "register.enabled": ("adds the register stages (off: none run)", [_RETRIES]),
+    "reward.judge_url": (
+        "a served judge pays instead of one loaded in the reward's process",
+        [
+            "tests/engines/test_verl_validation.py::test_verls_batch_manager_pays_through_a_served_judge"
+        ],
+    ),
 }
 
 MANIFEST = Manifest(
@@ -145,6 +152,7 @@ def consumers(cfg: RunConfig) -> dict[str, Any]:
         "gate": gate_params(cfg),  # the registry's champion gate
         "overlap": overlap_params(cfg),  # the contamination check before any evaluation
         "judging": judging_batch(cfg),  # rows `judgeflow judge` judges (and records) at a time
+        "judge_server": judge_server_command(cfg),  # a judge-paid policy's judge, on Slurm
         # what a job's input file gives it (every env: variable set, every block loaded)
         "job_secrets": resolve_secrets(cfg.cluster, environ=_AnyVariable()),
     }
@@ -217,7 +225,11 @@ SPECIAL = {  # a valid changed value where the generic rule would not give one
     "cluster.gpus_per_node": 4,
     "cluster.nodes": 2,
     "tracking.tracking_uri": "http://mlflow.example:5000",
+    "reward.judge_datasets": ["judge"],
 }
+#: A judge-paid policy whose judge needs no registry (a store URI), for the `reward.*` keys.
+PAID_BY_A_JUDGE = ["reward.judge=/models/judge", "reward.judge_mode=pointwise",
+                   "reward.judge_max_new_tokens=8"]  # fmt: skip
 
 
 def changed(key: str, ann: Any, current: Any) -> Any:
@@ -258,6 +270,8 @@ def setups(key: str) -> list[tuple[str, list[str]]]:
     else:
         recipes = ["grpo-pointwise", "grpo-pairwise", "grrm-full"]
     runs = [verl] if owner in ("verl", "slurm") else [trl_] if owner == "trl" else [trl_, verl]
+    if key.startswith("reward."):  # read where a judge pays
+        recipes, runs = ["rlvr-judged"], [[*o, *PAID_BY_A_JUDGE] for o in runs]
     return [(r, o) for o in runs for r in recipes]
 
 

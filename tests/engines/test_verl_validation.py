@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -393,3 +394,87 @@ def test_naive_manager_pays_a_policy_with_the_rlvr_recipes_reward_settings(
     info = out["reward_extra_info"]
     assert list(info["verifiable_reward"]) == [3.0, 3.0, 0.0]
     assert all(len(v) == len(lengths) for v in info.values())  # verl asserts equal lengths
+
+
+# ---------------------------------------------------------------------------- a judge pays
+
+
+def test_the_judge_paid_recipe_on_slurm_serves_the_judge_beside_verl() -> None:
+    """rlvr-judged rendered for a cluster: verl's batch reward manager, judgeflow's batched
+    reward module, the judge's URL in the allocation and one GPU of the node set aside for it;
+    verl's own validation passes."""
+    config = composed(
+        "rlvr-judged",
+        overrides=[
+            "reward.judge=/models/judge",  # a store URI: no registry needed to render
+            "reward.judge_mode=pairwise",
+            "reward.judge_max_new_tokens=64",
+            "cluster.backend=slurm",
+        ],
+    )
+    OmegaConf.resolve(config)
+    verl_validate(config)
+    assert config.reward_model.reward_manager == "batch"
+    assert config.custom_reward_function.path.endswith("inference/judge_reward.py")
+    kwargs = config.custom_reward_function.reward_kwargs
+    assert kwargs.judge_url == "http://127.0.0.1:5055/invocations"
+    assert kwargs.judge_mode == "pairwise" and kwargs.judge_max_new_tokens == 64
+    assert "judge_weights" not in kwargs
+    assert config.trainer.n_gpus_per_node == 7  # 8 on the node, 1 serving the judge
+
+
+@pytest.mark.usefixtures("fresh_reward_module")
+def test_verls_batch_manager_pays_through_a_served_judge(
+    tmp_path: Path, tokenizer: Any, tiny_model: Path
+) -> None:
+    """The judge served as users serve it (`mlflow models serve` of a judge's MLflow model; the
+    tiny untrained model, whose replies never parse), called by verl's batch reward manager
+    through judgeflow's module: every rollout reaches the judge, none is paid, all are counted."""
+    from servers import Service, free_port
+
+    from judgeflow.data.rlvr import prepare_rlvr
+    from judgeflow.inference.pyfunc import save_judge_model
+
+    model = save_judge_model(
+        tmp_path / "judge", {"model_uri": str(tiny_model), "mode": "pointwise", "max_new_tokens": 8}
+    )
+    port = free_port()
+    mlflow = str(Path(sys.executable).parent / "mlflow")
+    path_env = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    command = [mlflow, "models", "serve", "-m", str(model), "--env-manager", "local",
+               "-h", "127.0.0.1", "-p", str(port), "-w", "1"]  # fmt: skip
+    service = Service(
+        command,
+        f"http://127.0.0.1:{port}/ping",
+        tmp_path / "serve.log",
+        {**os.environ, "PATH": path_env, "TMPDIR": str(tmp_path)},
+    )
+    service.start(timeout=240)
+    try:
+        path = tmp_path / "judged.parquet"
+        prepare_rlvr(
+            [sample_path("rlvr_judged/tinyjudged_val.jsonl")], path, judge_datasets=["judge"]
+        )
+        config = composed(
+            "rlvr-judged",
+            overrides=[
+                "data.max_prompt_length=256",
+                "reward.judge=null",
+                f"reward.judge_url=http://127.0.0.1:{port}/invocations",
+                "reward.judge_mode=pointwise",
+                "reward.judge_max_new_tokens=8",
+                "reward.judge_batch_size=2",
+                "rlvr.r1_style_format=off",
+            ],
+        )
+        dataset = rl_dataset([str(path)], config, tokenizer)
+        items = [dataset[i] for i in range(3)]
+        responses = ["The capital is Paris.", "Sorry, no idea.", "Maybe."]
+        data, lengths = batch_of(items, responses, tokenizer)
+        out = reward_manager(config, tokenizer)(data, return_dict=True)
+    finally:
+        service.stop()
+    assert_rewards_at_last_token(out, lengths, [0.0, 0.0, 0.0])
+    info = out["reward_extra_info"]
+    assert list(info["judged"]) == [1.0, 1.0, 1.0]
+    assert list(info["judge_format_failure"]) == [1.0, 1.0, 1.0]

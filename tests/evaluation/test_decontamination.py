@@ -280,3 +280,48 @@ def _latest_evaluation(client: MlflowClient):  # type: ignore[no-untyped-def]
     experiment = client.get_experiment_by_name("judgeflow-evaluate")
     assert experiment is not None
     return client.search_runs([experiment.experiment_id], order_by=["start_time DESC"])[0]
+
+
+def test_a_judges_lineage_keeps_its_questions_and_a_policy_it_pays_is_checked_against_them(
+    tmp_path: Path,
+) -> None:
+    """A judge's lineage records the questions behind its prompts (SFT and GRPO, joined); the
+    held-out rows of a policy it pays are flagged where they ask one of them, not refused."""
+    from judgeflow.data.rlvr import prepare_rlvr
+    from judgeflow.evaluation.decontamination import judge_overlap, question_hash
+
+    sft_data = _write(
+        tmp_path / "sft.parquet",
+        [{"messages": [{"role": "user", "content": render_pairwise("Q1?", "a", "b")},
+                       {"role": "assistant", "content": "<better>A</better>"}]}],
+    )  # fmt: skip
+    rl_data = _write(tmp_path / "rl.parquet", [_row("What  is the capital of Peru?", "Lima.")])
+    sft_model, judge = tmp_path / "sft-model", tmp_path / "judge"
+    sft_model.mkdir(), judge.mkdir()
+    write_lineage(sft_model, stage="sft", mode="pairwise", data_file=sft_data)
+    lineage = write_lineage(
+        judge, stage="grpo", mode="pointwise", data_file=rl_data, start_model=sft_model
+    )
+    assert lineage.question_hashes == {
+        question_hash("Q1?"),
+        question_hash("what is the capital of peru?"),  # normalised
+    }
+    rows_file = tmp_path / "policy.jsonl"
+    rows_file.write_text(
+        "".join(
+            json.dumps({"messages": [{"role": "user", "content": q}], "dataset": "judge",
+                        "ground_truth": "ref"}) + "\n"
+            for q in ("What is the capital of Peru?", "What is the capital of Chile?")
+        )
+    )  # fmt: skip
+    prepared = prepare_rlvr([rows_file], tmp_path / "policy.parquet", judge_datasets=["judge"])
+    rows = pq.read_table(prepared.train_path).to_pylist()
+    found = judge_overlap(judge, rows)
+    assert found["status"] == "overlap" and found["overlapping_rows"] == 1
+    assert found["examples"] == [{"row": 0, "question": "What is the capital of Peru?"}]
+    assert judge_overlap(judge, rows[1:])["status"] == "checked"
+    # a policy's own lineage records no questions: a judge from before them is unchecked
+    policy = tmp_path / "policy"
+    policy.mkdir()
+    write_lineage(policy, stage="grpo", mode="rlvr", data_file=prepared.train_path)
+    assert judge_overlap(policy, rows)["status"] == "unchecked"

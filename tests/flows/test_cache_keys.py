@@ -65,3 +65,31 @@ def _wrappers_of_job_stages(path: Path) -> dict[str, set[str]]:
                 if isinstance(arg, ast.Name) and arg.id in ("train", "sft"):
                     found.setdefault(arg.id, set()).add(node.func.id)
     return found
+
+
+def test_what_pays_a_policy_is_part_of_its_training_and_evaluation_keys() -> None:
+    """A policy paid by other reward rules, or by another judge, is another model, measured
+    anew: neither the training nor an evaluation is reused across them."""
+    from judgeflow.caching import evaluate_key, train_key
+    from judgeflow.config import load_config
+
+    report = {"splits": {"train": {"sha256": "a"}, "val": {"sha256": "b"}}}
+    judged = ["reward.judge=/runs/1/final", "reward.judge_mode=pointwise",
+              "reward.judge_max_new_tokens=8"]  # fmt: skip
+
+    def keys(recipe: str, *overrides: str) -> tuple[str, str]:
+        cfg = load_config(recipe, overrides=list(overrides))
+        return train_key(cfg, report), evaluate_key(cfg, "/models/policy", report)
+
+    base = keys("rlvr")
+    for other in (
+        keys("rlvr", "rlvr.verification_reward=1"),
+        keys("rlvr", "rlvr.r1_style_format=gated"),
+        keys("rlvr-judged", *judged),
+        keys("rlvr-judged", *judged[1:], "reward.judge=/runs/2/final"),
+    ):
+        assert other[0] != base[0] and other[1] != base[1]
+    assert keys("rlvr-judged", *judged) != keys(
+        "rlvr-judged", *judged[1:], "reward.judge=/runs/2/final"
+    )
+    assert keys("rlvr") == base  # and the same settings, the same keys

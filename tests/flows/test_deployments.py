@@ -35,6 +35,7 @@ DEPLOYMENTS = {
     "grrm/retrain-grrm-full",
     "rlvr/rlvr",
     "rlvr/retrain-rlvr",
+    "rlvr-judged/rlvr-judged",
     "judge-data/judge-data",
 }
 

@@ -20,6 +20,7 @@ from rich.console import Console
 from judgeflow.config import ConfigError, list_profiles, list_recipes, load_config
 from judgeflow.config.hints import GRRM_FLAGS, JUDGE_FLAGS, config_override
 from judgeflow.modes import JUDGE_MODELS, JUDGE_MODES, MODES
+from judgeflow.registry.paying_judge import TAG_REWARD_JUDGE
 
 if TYPE_CHECKING:
     from judgeflow.data.errors import OptionNamer
@@ -323,11 +324,18 @@ def demo_data_cmd(
     rlvr: Annotated[
         bool, typer.Option("--rlvr", help="The RLVR demo's tinyrlvr*.jsonl (samples/rlvr/).")
     ] = False,
+    judged: Annotated[
+        bool,
+        typer.Option(
+            "--judged", help="The judge-paid demo's tinyjudged*.jsonl (samples/rlvr_judged/)."
+        ),
+    ] = False,
 ) -> None:
     """Write the tiny demo's sample data (what judgeflow ships in samples/) again."""
-    from judgeflow.dev import demo_data, rlvr_demo_data
+    from judgeflow.dev import demo_data, judged_demo_data, rlvr_demo_data
 
-    for path in (rlvr_demo_data if rlvr else demo_data).write_demo_data(out_dir):
+    module = judged_demo_data if judged else rlvr_demo_data if rlvr else demo_data
+    for path in module.write_demo_data(out_dir):
         console.print(f"[green]wrote[/] {path}")
 
 
@@ -407,6 +415,10 @@ def run_cmd(
                 from flows.grrm import grrm
 
                 summary = grrm(recipe=recipe, stage=stage.value, profile=profile, overrides=set_)
+            elif cfg.mode == "rlvr" and cfg.reward.paid_by_judge:
+                from flows.rlvr_judged import rlvr_judged
+
+                summary = rlvr_judged(recipe=recipe, profile=profile, overrides=set_)
             elif cfg.mode == "rlvr":
                 from flows.rlvr import rlvr
 
@@ -707,11 +719,17 @@ def models_cmd(
     if not names:
         out.print("no registered models yet: a pipeline run registers its model at the end")
         return
+    paid = _policies_paid(registry)
     for registered in names:
         table = Table(title=registered, title_justify="left")
-        for column in ("version", "aliases", "metric", "value", "decision", "data", "parent", "run"):  # fmt: skip
+        columns = ["version", "aliases", "metric", "value", "decision", "data", "parent", "run"]
+        versions = registry.versions(registered)
+        judge_of = any(v.tags.get(TAG_REWARD_JUDGE) for v in versions)
+        paid_any = any(paid.get(v.ref) for v in versions)
+        columns += ["paid by"] * judge_of + ["paid policies"] * paid_any
+        for column in columns:
             table.add_column(column, overflow="fold")
-        for v in registry.versions(registered):
+        for v in versions:
             metric = v.tags.get("judgeflow.primary_metric", "")
             value = (v.evaluation(v.tags.get("judgeflow.eval_set")) or {}).get(metric)
             decision = "forced" if v.tags.get("judgeflow.forced") == "true" else (
@@ -723,6 +741,8 @@ def models_cmd(
                 strip_credentials(v.tags.get("judgeflow.data.source", "")),  # older versions' tags
                 v.tags.get("judgeflow.parent_version", ""),
                 (v.run_id or "")[:12],
+                *([v.tags.get(TAG_REWARD_JUDGE, "").removeprefix("models:/")] if judge_of else []),
+                *([", ".join(paid.get(v.ref, []))] if paid_any else []),
             )  # fmt: skip
         out.print(table)
 
@@ -740,6 +760,9 @@ CARD_LINEAGE = {
     "judgeflow.mlflow_run_id": "MLflow run",
     "judgeflow.slurm_job_ids": "Slurm jobs",
     "judgeflow.decision": "gate",
+    TAG_REWARD_JUDGE: "paid by judge",
+    "judgeflow.reward.judge_run_id": "judge's run",
+    "judgeflow.reward.judge_data_hash": "judge's data",
 }
 
 
@@ -757,11 +780,27 @@ def _print_model_card(version: Any, uri: str) -> None:
     for tag, label in CARD_LINEAGE.items():
         if version.tags.get(tag):
             out.print(f"{label:<15}: {strip_credentials(version.tags[tag])}", highlight=False)
+    from judgeflow.registry.models import ModelRegistry
+
+    policies = _policies_paid(ModelRegistry()).get(version.ref)
+    if policies:
+        out.print(f"{'paid policies':<15}: {', '.join(policies)}", highlight=False)
     if version.description:
         out.print(Markdown(version.description))
     out.print(f"\n[bold]Use it[/]: mlflow.pyfunc.load_model({uri!r}).predict(frame)")
     out.print(f"  REST : mlflow models serve -m {uri} --env-manager local -p 5001")
     out.print(f"  batch: judgeflow judge {uri} --data FILE --output verdicts.parquet")
+
+
+def _policies_paid(registry: Any) -> dict[str, list[str]]:
+    """Judge version (`NAME/VERSION`) -> the policy versions it paid (their
+    `judgeflow.reward.judge` tag), across every registered model."""
+    paid: dict[str, list[str]] = {}
+    for name in registry.names():
+        for v in registry.versions(name):
+            if judge := v.tags.get(TAG_REWARD_JUDGE):
+                paid.setdefault(judge.removeprefix("models:/"), []).append(v.ref)
+    return {judge: sorted(policies) for judge, policies in paid.items()}
 
 
 def _registered_names(registry: Any, name: str | None) -> list[str]:
@@ -858,6 +897,21 @@ def _print_summary(summary: dict, home: Path) -> None:
     if not tables:
         for key, value in sorted(summary.get("metrics", {}).items()):
             out.print(f"  {key:32s} {value:.4f}")
+    if judge := summary.get("paid_by"):
+        out.print(
+            f"paid by       : [bold]{judge['ref']}[/] ({judge['mode']} judge)", highlight=False
+        )
+    if (overlap := summary.get("judge_overlap")) and overlap["status"] != "checked":
+        said = (
+            f"{overlap['overlapping_rows']} of {overlap['rows']} held-out questions are ones the "
+            "judge trained on: its reward there is not an independent opinion"
+            if overlap["status"] == "overlap"
+            else "unchecked: the judge's lineage records no training questions"
+        )
+        out.print(f"judge overlap : [yellow]{said}[/]", highlight=False)
+    if hacking := summary.get("hacking"):
+        colour = "red" if hacking["status"] == "hacked" else "green"
+        out.print(f"hacking guard : [{colour}]{hacking['message']}[/]", highlight=False)
     for decision in (summary.get("registry") or {}).values():
         colour = "green" if decision["promoted"] else "yellow"
         out.print(

@@ -21,6 +21,7 @@ from judgeflow.stages import (
     judges_with_verl,
     train_job_spec,
 )
+from judgeflow.stages.served_judge import judge_server_command, judge_server_gpus
 
 RUN_ID = "<mlflow-run-id>"
 MODEL_DIR = "<model-dir>"
@@ -35,6 +36,9 @@ DATA = PreparedData(
 
 
 def render_recipe(cfg: RunConfig) -> str:
+    from judgeflow.registry.paying_judge import pin_judge
+
+    cfg, _ = pin_judge(cfg)  # a paying judge's version, as the run would pin it
     spec = train_job_spec(cfg, DATA, RUN_ID, dry_run=True)
     out = [
         f"# recipe {cfg.recipe}: stage train (engine {cfg.resolved_engine}, backend {cfg.cluster.backend})",
@@ -44,6 +48,13 @@ def render_recipe(cfg: RunConfig) -> str:
         _shell(spec.command),
     ]
     engine = _engine_command(cfg)
+    server = judge_server_command(cfg)
+    if server:
+        out += [
+            "# ---- the paying judge, served by the train job on the head node's GPUs "
+            f"{judge_server_gpus(cfg)} before verl starts ----",
+            f"CUDA_VISIBLE_DEVICES={judge_server_gpus(cfg)} {_shell(server)}",
+        ]
     if engine:
         out += ["# ---- engine command ----", engine]
     out += _evaluation(cfg)

@@ -59,6 +59,7 @@ ONLY_READ_BY: dict[str, tuple[str, ...]] = {
             ]
         ),
         "evaluation.rows_per_verl_run",  # judging on GPUs: rows per verl validation run
+        "reward.judge_gpus",  # the allocation's GPUs that serve a paying judge beside verl
     ),
     # the HF generator of the TRL runs' evaluation; verl's validation uses grpo.val_batch_size
     "trl": (
@@ -72,7 +73,7 @@ ONLY_READ_BY: dict[str, tuple[str, ...]] = {
     # GRRM's columns and augmentation, and its sharded preparation on Ray
     "grrm": ("data.grrm", "data.shards", "data.ray_address"),
     # a policy's verifiable reward (`judgeflow.rewards.rlvr`)
-    "rlvr": ("rlvr", "data.val_fraction"),
+    "rlvr": ("rlvr", "reward", "data.val_fraction"),
     # sbatch and the Ray cluster of an allocation; the local backend runs one process here
     "slurm": tuple(
         f"cluster.{key}"

@@ -491,6 +491,64 @@ class StorageConfig(_Section):
         return value.replace("${JUDGEFLOW_HOME}", str(judgeflow_home()))
 
 
+class RewardConfig(_Section):
+    """A trained judge as a policy's reward (mode=rlvr): rows whose `dataset` is one of
+    `judge_datasets` are scored by it, beside the verifiers, and paid as a verifier is
+    (`judgeflow.inference.judge_reward`): x `rlvr.verification_reward`, behind the R1 format gate."""
+
+    judge: str | None = Field(
+        None,
+        description="the judge that pays: models:/NAME@alias, models:/NAME/VERSION or the store "
+        "URI of its weights (then set judge_mode); a run records the version it resolved to",
+    )
+    judge_url: str | None = Field(
+        None,
+        description="an already-served judge instead (`mlflow models serve -m models:/…`: "
+        "its /invocations URL); needs judge_mode and judge_max_new_tokens",
+    )
+    judge_mode: Literal["pointwise", "pairwise", "grrm"] | None = Field(
+        None, description="the judge's mode; a registered judge's own is used when unset"
+    )
+    judge_datasets: list[str] = Field(
+        default_factory=lambda: ["judge", "general-quality", "general-quality_ref"],
+        description="row `dataset` names the judge pays (open-instruct's LM-judge names too)",
+    )
+    judge_batch_size: int = Field(
+        16, gt=0, description="rollouts per judge generation call (per request when served)"
+    )
+    judge_max_new_tokens: int | None = Field(
+        None, gt=0, description="the judge's reply length; unset: the registered judge's own"
+    )
+    judge_concurrency: int = Field(
+        4, gt=0, description="a served judge: requests in flight at once"
+    )
+    judge_gpus: int = Field(
+        1,
+        ge=0,
+        description="Slurm/verl: GPUs of the training node set aside to serve the judge in "
+        "the allocation (the policy trains on the rest)",
+    )
+
+    @model_validator(mode="after")
+    def _one_judge(self) -> RewardConfig:
+        if self.judge and self.judge_url:
+            raise ValueError("reward.judge and reward.judge_url both name a judge: set one")
+        if self.judge_url and not (self.judge_mode and self.judge_max_new_tokens):
+            raise ValueError(
+                "reward.judge_url needs reward.judge_mode and reward.judge_max_new_tokens"
+            )
+        if self.judge and not self.judge.startswith("models:/") and not self.judge_mode:
+            raise ValueError(
+                f"reward.judge={self.judge} is not a registered version: say which judge it is "
+                "with reward.judge_mode (pointwise, pairwise or grrm)"
+            )
+        return self
+
+    @property
+    def paid_by_judge(self) -> bool:
+        return bool(self.judge or self.judge_url)
+
+
 # `register` names ABCMeta.register, a method of the metaclass that instances never see; pydantic
 # warns about the shadowing all the same. The key is `register.*` because users type it.
 with warnings.catch_warnings():
@@ -520,6 +578,10 @@ with warnings.catch_warnings():
         )
         rlvr: RlvrConfig = Field(
             default_factory=RlvrConfig, description="policy RLVR's verifiable reward (mode=rlvr)"
+        )
+        reward: RewardConfig = Field(
+            default_factory=RewardConfig,
+            description="a trained judge as the policy's reward (mode=rlvr)",
         )
         cluster: ClusterConfig = Field(
             default_factory=ClusterConfig,
@@ -552,6 +614,11 @@ with warnings.catch_warnings():
                 raise ValueError("engine=verl needs GPUs: set cluster.gpus_per_node")
             if self.mode != "grrm" and self.sft.enabled and not self.sft.source:
                 raise ValueError("sft.enabled needs sft.source: the `messages` rows to train on")
+            if self.reward.paid_by_judge and self.mode != "rlvr":
+                raise ValueError(
+                    "reward.judge / reward.judge_url pay a policy: they need mode=rlvr "
+                    f"(this recipe trains mode={self.mode})"
+                )
             if self.mode == "grrm" and (self.sft.enabled or self.sft.source):
                 raise ValueError(
                     "sft.enabled / sft.source are for the judge recipes; GRRM's SFT runs on its own "
@@ -563,6 +630,50 @@ with warnings.catch_warnings():
         def registered_model_name(self) -> str:
             """The registered model this run's final model becomes a version of."""
             return self.register.model_name or self.recipe
+
+        def policy_reward_kwargs(self, *, judge_url: str | None = None) -> dict[str, Any]:
+            """The reward's keywords for a policy run (`rlvr.score`'s, and
+            `judgeflow.inference.judge_reward`'s when a judge pays): the RLVR rules, and which
+            judge and how it is called: its weights' URI (fetched where the reward runs), or a
+            URL (`reward.judge_url`, or `judge_url`: a judge served for the run). A registered
+            judge (`models:/…`) must be pinned to its version's weights first
+            (`judgeflow.registry.paying_judge.pin_judge`, which every pipeline does)."""
+            if self.mode != "rlvr":
+                return {}
+            kwargs = self.rlvr.reward_kwargs()
+            r = self.reward
+            if not r.paid_by_judge:
+                return kwargs
+            if r.judge and r.judge.startswith("models:/"):
+                raise ConfigError(
+                    f"reward.judge={r.judge} is not resolved: a run pins it to the version's "
+                    "weights first (judgeflow.registry.paying_judge.pin_judge)"
+                )
+            kwargs |= {
+                "judge_mode": r.judge_mode,
+                "judge_datasets": sorted({d.lower() for d in r.judge_datasets}),
+                "judge_batch_size": r.judge_batch_size,
+                "judge_max_new_tokens": r.judge_max_new_tokens,
+                "judge_concurrency": r.judge_concurrency,
+            }
+            url = judge_url or r.judge_url
+            kwargs |= {"judge_url": url} if url else {"judge_weights": r.judge}
+            return kwargs
+
+        @property
+        def policy_gpus_per_node(self) -> int:
+            """A node's GPUs the policy trains on: all of them, but those serving a judge-paid
+            policy's judge inside the allocation (`reward.judge_gpus`; none when the judge is
+            served elsewhere, `reward.judge_url`, or the engine is TRL)."""
+            gpus = self.cluster.gpus_per_node
+            if (
+                self.mode == "rlvr"
+                and self.reward.paid_by_judge
+                and not self.reward.judge_url
+                and self.resolved_engine == "verl"
+            ):
+                gpus -= self.reward.judge_gpus
+            return gpus
 
         @property
         def resolved_engine(self) -> Literal["trl", "verl"]:

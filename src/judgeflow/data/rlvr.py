@@ -56,6 +56,10 @@ class RlvrExample:
     verifiers: tuple[str, ...]  # resolved verifier names, one per label
     labels: tuple[str, ...]  # each as the verifier reads it (ifeval_old: JSON text)
     origin: Origin
+    #: What a paying judge is shown, for a row a judge pays (its dataset is a judge dataset):
+    #: the question (the row's `query`, else the prompt's last user turn) and, for a GRRM
+    #: judge, the row's `source_lang` / `target_lang`. None for a row only verifiers pay.
+    judge_input: tuple[str, str | None, str | None] | None = None
 
     @property
     def prompt_hash(self) -> str:
@@ -121,7 +125,27 @@ def _label(verifier: str, value: Any, where: str) -> str:
     return value
 
 
-def _example(record: Any, origin: Origin, remap: Mapping[str, str] | None) -> RlvrExample:
+def _judge_input(
+    record: dict[str, Any], messages: tuple[tuple[str, str], ...]
+) -> tuple[str, str | None, str | None]:
+    query = record.get("query")
+    if query is not None and (not isinstance(query, str) or not query.strip()):
+        raise _Invalid("query", f"expected the question the judge is shown, got {_got(query)}")
+    langs = []
+    for key in ("source_lang", "target_lang"):
+        value = record.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise _Invalid(key, f"expected a language code, got {_got(value)}")
+        langs.append(value)
+    return (query or messages[-1][1], langs[0], langs[1])
+
+
+def _example(
+    record: Any,
+    origin: Origin,
+    remap: Mapping[str, str] | None,
+    judge_datasets: frozenset[str] = frozenset(),
+) -> RlvrExample:
     if isinstance(record, RowIssue):
         raise _Invalid(record.field, record.message)
     if not isinstance(record, dict):
@@ -146,15 +170,31 @@ def _example(record: Any, origin: Origin, remap: Mapping[str, str] | None) -> Rl
         where = "dataset" if len(datasets) == 1 else f"dataset[{i}]"
         if not isinstance(dataset, str):
             raise _Invalid(where, f"expected a verifier name, got {_got(dataset)}")
+        label_at = "ground_truth" if len(datasets) == 1 else f"ground_truth[{i}]"
+        if dataset.lower() in judge_datasets:  # a judge pays it; the label is the reference
+            verifiers.append(dataset.lower())
+            labels.append(_label("judge", truth, label_at))
+            continue
         try:
             name = resolve(dataset, remap)
         except UnknownVerifier as exc:
-            raise _Invalid(where, str(exc)) from None
+            hint = (
+                ""
+                if judge_datasets
+                else "; a row a trained judge pays needs reward.judge "
+                "(or reward.judge_url) and its dataset in reward.judge_datasets"
+            )
+            raise _Invalid(where, f"{exc}{hint}") from None
         verifiers.append(name)
-        labels.append(
-            _label(name, truth, "ground_truth" if len(datasets) == 1 else f"ground_truth[{i}]")
-        )
-    return RlvrExample(messages, tuple(verifiers), tuple(labels), origin)
+        labels.append(_label(name, truth, label_at))
+    judged = any(v in judge_datasets for v in verifiers)
+    return RlvrExample(
+        messages,
+        tuple(verifiers),
+        tuple(labels),
+        origin,
+        _judge_input(record, messages) if judged else None,
+    )
 
 
 def read_rlvr(
@@ -162,8 +202,11 @@ def read_rlvr(
     *,
     remap_verifier: Mapping[str, str] | None = None,
     skip_invalid: bool = False,
+    judge_datasets: Sequence[str] = (),
 ) -> RlvrRead:
-    """Read and check RLVR rows from one or more files."""
+    """Read and check RLVR rows from one or more files; a dataset in `judge_datasets` is paid
+    by a trained judge (its ground truth is the reference answer)."""
+    routed = frozenset(d.lower() for d in judge_datasets)
     paths = [inputs] if isinstance(inputs, str | os.PathLike) else list(inputs)
     if not paths:
         raise DataError("no input files given")
@@ -175,7 +218,7 @@ def read_rlvr(
         for row, record in iter_records(name):
             rows_read += 1
             try:
-                example = _example(record, Origin(file=name, row=row), remap_verifier)
+                example = _example(record, Origin(file=name, row=row), remap_verifier, routed)
             except _Invalid as exc:
                 issues.append(RowIssue(name, row, exc.field, exc.message))
                 result.dropped.append(DroppedRow(name, row, "invalid", exc.message, exc.field))
@@ -248,10 +291,24 @@ SCHEMA = pa.schema(
 )
 
 
+_JUDGE_FIELDS = ("query", "source_lang", "target_lang")
+_EXTRA = SCHEMA.field("extra_info").type
+#: The schema of judge-paid data: `extra_info` also carries what the judge is shown.
+JUDGED_SCHEMA = SCHEMA.set(
+    SCHEMA.get_field_index("extra_info"),
+    pa.field(
+        "extra_info",
+        pa.struct([*_EXTRA, *(pa.field(name, pa.string()) for name in _JUDGE_FIELDS)]),
+    ),
+)
+
+
 def to_verl_row(example: RlvrExample, split: str, index: int) -> dict[str, Any]:
     """One verl RL row: ``data_source`` is the first verifier (verl groups metrics by it), the
-    labels a list (``reward_model.ground_truth``) paired with ``extra_info.dataset``."""
-    return {
+    labels a list (``reward_model.ground_truth``) paired with ``extra_info.dataset``; a row a
+    judge pays also what the judge is shown (``extra_info.query``, ``source_lang``,
+    ``target_lang``)."""
+    row: dict[str, Any] = {
         "data_source": example.verifiers[0],
         "prompt": [{"role": r, "content": c} for r, c in example.messages],
         "ability": "rlvr",
@@ -265,6 +322,9 @@ def to_verl_row(example: RlvrExample, split: str, index: int) -> dict[str, Any]:
             "prompt_hash": example.prompt_hash,
         },
     }
+    if example.judge_input is not None:
+        row["extra_info"].update(zip(_JUDGE_FIELDS, example.judge_input, strict=True))
+    return row
 
 
 def prepare_rlvr(
@@ -277,6 +337,7 @@ def prepare_rlvr(
     skip_invalid: bool = False,
     tokenizer: Any = None,
     max_prompt_length: int | None = None,
+    judge_datasets: Sequence[str] = (),
 ) -> PrepareResult:
     """Read, check and split RLVR rows; write verl RL parquet (train, val) and a report, together.
 
@@ -287,7 +348,12 @@ def prepare_rlvr(
     if (tokenizer is None) != (max_prompt_length is None):
         raise DataError("tokenizer and max_prompt_length go together")
     train_path, val_path, report_path = output_paths(output)
-    read = read_rlvr(inputs, remap_verifier=remap_verifier, skip_invalid=skip_invalid)
+    read = read_rlvr(
+        inputs,
+        remap_verifier=remap_verifier,
+        skip_invalid=skip_invalid,
+        judge_datasets=judge_datasets,
+    )
     too_long = 0
     if tokenizer is not None and max_prompt_length is not None and read.examples:
         too_long = _drop_overlong(read, load_tokenizer(tokenizer), max_prompt_length)
@@ -301,6 +367,8 @@ def prepare_rlvr(
         "train": [ex for ex, v in zip(read.examples, in_val, strict=True) if not v],
         "val": [ex for ex, v in zip(read.examples, in_val, strict=True) if v],
     }
+    judged = any(ex.judge_input is not None for ex in read.examples)
+    schema = JUDGED_SCHEMA if judged else SCHEMA
     payloads: list[tuple[str, bytes]] = []
     split_reports: dict[str, Any] = {}
     for split, members in splits.items():
@@ -308,7 +376,7 @@ def prepare_rlvr(
             continue
         rows = [to_verl_row(ex, split, i) for i, ex in enumerate(members)]
         path = train_path if split == "train" else val_path
-        payloads.append((path, parquet_bytes(pa.Table.from_pylist(rows, schema=SCHEMA))))
+        payloads.append((path, parquet_bytes(pa.Table.from_pylist(rows, schema=schema))))
         split_reports[split] = {
             "path": path,
             "rows": len(rows),
@@ -331,6 +399,11 @@ def prepare_rlvr(
             "remap_verifier": dict(remap_verifier or {}),
             "skip_invalid": skip_invalid,
             "max_prompt_length": max_prompt_length,
+            **(
+                {"judge_datasets": sorted({d.lower() for d in judge_datasets})}
+                if judge_datasets
+                else {}
+            ),
         },
         "counts": {
             "rows_read": read.rows_read,

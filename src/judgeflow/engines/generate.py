@@ -7,12 +7,17 @@ protocol for cluster-scale evaluation.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 __all__ = ["Generator", "HFGenerator", "Messages", "generate"]
+
+#: One model loads at a time: transformers' lazy imports are not safe on two threads at once
+#: (`ImportError: cannot import name 'AutoModelForCausalLM'`), and two copies would not fit.
+_LOADING = threading.Lock()
 
 Messages = Sequence[Mapping[str, str]]  # one chat: [{"role": "user", "content": "..."}]
 
@@ -80,6 +85,10 @@ class HFGenerator:
         return replies
 
     def _model_and_tokenizer(self) -> tuple[Any, Any]:
+        with _LOADING:  # a served judge's first requests arrive together, on several threads
+            return self._load()
+
+    def _load(self) -> tuple[Any, Any]:
         if self._loaded is None:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -68,6 +68,9 @@ _RENAMES = {
     f"rewards/{_FORMAT_FAILURE}/mean": "format_failure_rate",
     f"rewards/{_VERIFIABLE_CORRECT}/mean": "verifiable_correct_rate",
     "learning_rate": "learning_rate",
+    "rewards/judge_reward/mean": "judge_reward",
+    "rewards/reference_f1/mean": "reference_f1",
+    "rewards/judge_format_failure/mean": "judge_format_failure_rate",
 }
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_\-. /]")  # what MLflow accepts in a metric name
 #: The audit trail of training data order, one JSON line per optimizer step (`read_data_order`).
@@ -302,12 +305,14 @@ def reward_functions(
     averages without them: `verifiable_correct_rate/<verifier>`). `observe` sees the reward
     inputs of every scored batch (the rows being trained on), once.
     """
+    from judgeflow.inference.judge_reward import is_judge_paid
     from judgeflow.rewards import reward_function
 
     compute_score = reward_function(reward)
     rules, stops = (
         (dict(rlvr_rules or {}), set(stop_token_ids)) if reward == "rlvr" else ({}, set())
     )
+    judge_paid = reward == "rlvr" and is_judge_paid(rules)
     last: list[Any] = [None, None]  # the batch the functions were last called on, its results
 
     def results(completions: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -317,16 +322,29 @@ def reward_functions(
         sources = kwargs.get("data_source") or [""] * n
         extras = kwargs.get("extra_info") or [None] * n
         ids = kwargs.get("completion_ids") or [None] * n
-        scored: list[Mapping[str, Any]] = []
-        for c, rm, source, extra, token_ids in zip(
-            completions, kwargs["reward_model"], sources, extras, ids, strict=True
-        ):
-            settings = dict(rules)
-            if reward == "rlvr" and stops:
-                stopped = bool(token_ids) and token_ids[-1] in stops
-                settings["finish_reason"] = "stop" if stopped else "length"
-            truth = (rm or {}).get("ground_truth")
-            scored.append(compute_score(source, _completion_text(c), truth, extra, **settings))
+        finishes = []
+        for token_ids in ids:
+            stopped = not stops or (bool(token_ids) and token_ids[-1] in stops)
+            finishes.append("stop" if stopped else "length")
+        truths = [(rm or {}).get("ground_truth") for rm in kwargs["reward_model"]]
+        texts = [_completion_text(c) for c in completions]
+        scored: list[Mapping[str, Any]]
+        if judge_paid:  # the whole step's rollouts to the judge at once
+            from judgeflow.inference.judge_reward import compute_score as judged_score
+
+            extras = [
+                {**(e or {}), "finish_reason": f} for e, f in zip(extras, finishes, strict=True)
+            ]
+            scored = list(judged_score(sources, texts, truths, extras, **rules))
+        else:
+            scored = []
+            for text, truth, source, extra, finish in zip(
+                texts, truths, sources, extras, finishes, strict=True
+            ):
+                settings = dict(rules)
+                if reward == "rlvr" and stops:
+                    settings["finish_reason"] = finish
+                scored.append(compute_score(source, text, truth, extra, **settings))
         last[:] = [completions, scored]
         return scored
 
@@ -340,6 +358,15 @@ def reward_functions(
 
     def verifiable_correct(completions: Sequence[Any], **kwargs: Any) -> list[float]:
         return [float(r["verifiable_reward"] > 0) for r in results(completions, kwargs)]
+
+    def judge_part(key: str, name: str) -> Callable[..., list[float | None]]:
+        def probe(completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+            return [
+                float(r[key]) if r.get("judged") else None for r in results(completions, kwargs)
+            ]
+
+        probe.__name__ = name
+        return probe
 
     def correct_for(verifier: str) -> Callable[..., list[float | None]]:
         def probe(completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
@@ -357,7 +384,24 @@ def reward_functions(
     verifiable_correct.__name__ = _VERIFIABLE_CORRECT
     if reward != "rlvr":
         return [score, format_failure]
-    return [score, format_failure, verifiable_correct, *(correct_for(v) for v in verifiers)]
+    judge_probes = (
+        [judge_part(key, name) for key, name in _JUDGE_PROBES.items()] if judge_paid else []
+    )
+    probes = [correct_for(v) for v in verifiers if not judge_paid or v not in _judge_names(rules)]
+    return [score, format_failure, verifiable_correct, *probes, *judge_probes]
+
+
+#: Judge-paid runs: unpaid probes over the rows the judge scored (None elsewhere), logged as
+#: `train/judge_reward`, `train/judge_format_failure_rate` and `train/reference_f1`.
+_JUDGE_PROBES = {
+    "judge_reward": "judge_reward",
+    "reference_f1": "reference_f1",
+    "judge_format_failure": "judge_format_failure",
+}
+
+
+def _judge_names(rules: Mapping[str, Any]) -> set[str]:
+    return {str(d).lower() for d in rules.get("judge_datasets") or ()}
 
 
 def _row_verifiers(extra: Any) -> list[str]:
@@ -665,7 +709,7 @@ def params_from(cfg: RunConfig, output_dir: str | Path) -> GrpoParams:
         seed=cfg.data.seed,
         gradient_checkpointing=g.gradient_checkpointing,
         filter_zero_std_samples=g.filter_zero_std_samples,
-        rlvr_rules=cfg.rlvr.reward_kwargs() if cfg.mode == "rlvr" else {},
+        rlvr_rules=cfg.policy_reward_kwargs(),  # and the paying judge, when one pays
     )
 
 

@@ -106,6 +106,35 @@ def _quote(text: str) -> str:
 # ---------------------------------------------------------------------------- overrides
 
 
+#: Where a judge served inside the allocation listens (the train job's head node).
+SERVED_JUDGE_PORT = 5055
+
+
+def served_judge_url(cfg: RunConfig) -> str:
+    """The paying judge's URL under verl: `reward.judge_url`, else the server the train job
+    starts on its head node (`judgeflow.stages.train`)."""
+    return cfg.reward.judge_url or f"http://127.0.0.1:{SERVED_JUDGE_PORT}/invocations"
+
+
+#: The judge-paid policy's reward (verl's batch signature), loaded by path like the others.
+JUDGE_REWARD_MODULE = str(Path(__file__).resolve().parents[1] / "inference" / "judge_reward.py")
+
+
+def _reward_path(cfg: RunConfig, judged: bool) -> str:
+    return JUDGE_REWARD_MODULE if judged else reward_module_path(cfg.mode)
+
+
+def _reward_kwargs(cfg: RunConfig, judged: bool, unscored: bool = False) -> dict[str, Any]:
+    if cfg.mode != "rlvr":
+        return {}
+    if not judged:
+        return cfg.rlvr.reward_kwargs()
+    if unscored:
+        datasets = sorted({d.lower() for d in cfg.reward.judge_datasets})
+        return {**cfg.rlvr.reward_kwargs(), "judge_datasets": datasets, "judge_unscored": True}
+    return cfg.policy_reward_kwargs(judge_url=served_judge_url(cfg))
+
+
 def verl_overrides(
     cfg: RunConfig,
     *,
@@ -117,6 +146,7 @@ def verl_overrides(
     experiment_name: str | None = None,
     reward_path: str | None = None,
     env_vars: Mapping[str, str] | None = None,
+    unscored_judge: bool = False,
 ) -> list[str]:
     """The hydra overrides for `verl.trainer.main_ppo`, in a fixed order.
 
@@ -126,9 +156,13 @@ def verl_overrides(
     defaults to judgeflow's reward module for the mode in this installation. `env_vars` go to
     every Ray worker of the job through `ray_kwargs.ray_init.runtime_env.env_vars`.
     `grpo.extra_overrides` come last, so they can change anything rendered before them.
+    A judge-paid policy's judge is called at `served_judge_url`; `unscored_judge` leaves its
+    rows unscored instead (verl's validation mode, whose scores judgeflow recomputes).
     """
     g, d = cfg.grpo, cfg.data
-    if g.reward_manager not in PER_SAMPLE_MANAGERS:
+    judged = cfg.mode == "rlvr" and cfg.reward.paid_by_judge
+    manager = "batch" if judged else g.reward_manager  # the judge scores a whole step at once
+    if not judged and g.reward_manager not in PER_SAMPLE_MANAGERS:
         raise ValueError(
             f"grpo.reward_manager={g.reward_manager!r} calls a batched compute_score; judgeflow's "
             f"reward functions score one sample at a time: use one of {list(PER_SAMPLE_MANAGERS)}"
@@ -136,7 +170,7 @@ def verl_overrides(
     if not train_files or not val_files:
         raise ValueError("verl needs at least one train file and one validation file")
     nodes = cfg.cluster.nodes if nnodes is None else nnodes
-    gpus = cfg.cluster.gpus_per_node if n_gpus_per_node is None else n_gpus_per_node
+    gpus = cfg.policy_gpus_per_node if n_gpus_per_node is None else n_gpus_per_node
     if nodes < 1 or gpus < 1:
         raise ValueError(f"verl needs GPUs: got nnodes={nodes}, n_gpus_per_node={gpus}")
     tp = g.rollout_tensor_model_parallel_size or gpus
@@ -205,9 +239,9 @@ def verl_overrides(
         (f"{ref}.log_prob_micro_batch_size_per_gpu", g.ref_log_prob_micro_batch_size_per_gpu),
         (f"{ref}.log_prob_use_dynamic_bsz", g.use_dynamic_bsz),
         (f"{ref}.fsdp_config.param_offload", g.ref_param_offload),
-        ("reward_model.reward_manager", g.reward_manager),
+        ("reward_model.reward_manager", manager),
     ]
-    if g.reward_manager == "dapo":  # DAPORewardManager dereferences overlong_buffer_cfg always
+    if manager == "dapo":  # DAPORewardManager dereferences overlong_buffer_cfg always
         kwargs = "+reward_model.reward_kwargs"
         items += [
             (f"{kwargs}.overlong_buffer_cfg.enable", g.overlong_buffer_enable),
@@ -217,11 +251,11 @@ def verl_overrides(
             (f"{kwargs}.max_resp_len", g.max_resp_len or d.max_response_length),
         ]
     items += [
-        ("custom_reward_function.path", reward_path or reward_module_path(cfg.mode)),
+        ("custom_reward_function.path", reward_path or _reward_path(cfg, judged)),
         ("custom_reward_function.name", REWARD_FUNCTION_NAME),
         *(
             (f"+custom_reward_function.reward_kwargs.{key}", value)
-            for key, value in (cfg.rlvr.reward_kwargs() if cfg.mode == "rlvr" else {}).items()
+            for key, value in _reward_kwargs(cfg, judged, unscored_judge).items()
         ),
         ("trainer.logger", list(g.logger)),
         ("trainer.project_name", cfg.tracking.experiment),
@@ -369,7 +403,7 @@ def params_from(cfg: RunConfig, output_dir: str | Path) -> VerlParams:
         cfg=cfg,
         checkpoint_dir=str(Path(output_dir) / "verl"),
         nnodes=cfg.cluster.nodes,
-        n_gpus_per_node=cfg.cluster.gpus_per_node,
+        n_gpus_per_node=cfg.policy_gpus_per_node,
         tracking_uri=resolve_tracking_uri(cfg.tracking.tracking_uri),
     )
 

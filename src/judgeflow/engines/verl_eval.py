@@ -183,6 +183,7 @@ def validation_overrides(
         nnodes=1,
         n_gpus_per_node=n_gpus,
         reward_path=reward_path,
+        unscored_judge=True,  # a paying judge is not served for an evaluation: rescored after
     )
     rendered += [
         f"{key}={hydra_value(value)}"

@@ -27,7 +27,8 @@ from typing import Any
 
 from judgeflow.data.errors import DataError
 from judgeflow.data.io import atomic_write_text
-from judgeflow.data.prompt_hashes import row_prompt_hash
+from judgeflow.data.prompt_hashes import row_prompt_hash, text_prompt_hash
+from judgeflow.modes import JUDGE_MODELS
 
 __all__ = [
     "CHECKED",
@@ -41,7 +42,10 @@ __all__ = [
     "check_overlap",
     "eval_set_for",
     "file_prompt_hashes",
+    "file_question_hashes",
+    "judge_overlap",
     "overlap_set",
+    "question_hash",
     "read_lineage",
     "unchecked_set",
     "write_lineage",
@@ -93,13 +97,20 @@ class Lineage:
 
     stages: list[dict[str, Any]]
     prompt_hashes: frozenset[str]
+    #: A judge's: the questions it was trained to judge answers to (`question_hash`), so a
+    #: policy it pays can be checked for being evaluated on them. None: not recorded (a model
+    #: trained before judgeflow recorded them, or a policy).
+    question_hashes: frozenset[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "schema_version": LINEAGE_SCHEMA_VERSION,
             "stages": self.stages,
             "prompt_hashes": sorted(self.prompt_hashes),
         }
+        if self.question_hashes is not None:
+            out["question_hashes"] = sorted(self.question_hashes)
+        return out
 
 
 def read_lineage(model_dir: str | Path) -> Lineage | None:
@@ -108,7 +119,12 @@ def read_lineage(model_dir: str | Path) -> Lineage | None:
     if not path.is_file():
         return None
     data = json.loads(path.read_text())
-    return Lineage(stages=list(data["stages"]), prompt_hashes=frozenset(data["prompt_hashes"]))
+    questions = data.get("question_hashes")
+    return Lineage(
+        stages=list(data["stages"]),
+        prompt_hashes=frozenset(data["prompt_hashes"]),
+        question_hashes=frozenset(questions) if questions is not None else None,
+    )
 
 
 def write_lineage(
@@ -133,7 +149,16 @@ def write_lineage(
             "start_model": str(start_model) if start_model else None,
         }
     )
-    lineage = Lineage(stages, frozenset(hashes) | (parent.prompt_hashes if parent else set()))
+    questions = None
+    if mode in JUDGE_MODELS:  # a judge: the questions behind its prompts, for the policies it pays
+        questions = file_question_hashes(data_file)
+        if parent is not None and parent.question_hashes is not None:
+            questions |= parent.question_hashes
+    lineage = Lineage(
+        stages,
+        frozenset(hashes) | (parent.prompt_hashes if parent else set()),
+        frozenset(questions) if questions is not None else None,
+    )
     atomic_write_text(Path(model_dir) / LINEAGE_FILE, json.dumps(lineage.to_dict()) + "\n")
     return lineage
 
@@ -156,6 +181,62 @@ def file_prompt_hashes(path: str | Path, mode: str) -> set[str]:
         f"{path}: neither verl RL rows (a `prompt` column) nor SFT rows (`messages`); "
         "cannot tell what a model trained on it saw"
     )
+
+
+def _question(text: str) -> str:
+    """The question behind a judge prompt (pointwise or pairwise query, GRRM source text), or
+    the text itself."""
+    from judgeflow.data.grrm_template import parse_source_text
+    from judgeflow.data.templates import parse_pairwise, parse_pointwise
+
+    parsed = parse_pointwise(text) or parse_pairwise(text)
+    if parsed is not None:
+        return parsed[0]
+    return parse_source_text(text) or text
+
+
+def file_question_hashes(path: str | Path) -> set[str]:
+    """`question_hash` of every row of a judge's prepared file (verl RL rows or SFT rows)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(str(path))
+    column = "prompt" if "prompt" in table.column_names else "messages"
+    if column not in table.column_names:
+        return set()
+    hashes = set()
+    for messages in table.column(column).to_pylist():
+        users = [str(m.get("content") or "") for m in messages or [] if m.get("role") == "user"]
+        if users:
+            hashes.add(question_hash(_question(users[-1])))
+    return hashes
+
+
+def question_hash(question: str) -> str:
+    """A question, whoever asks it: a policy's prompt or the query inside a judge's prompt."""
+    return text_prompt_hash(question)
+
+
+def judge_overlap(judge_dir: str | Path, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Which of a policy's evaluation `rows` (verl rows) ask a question the judge that pays the
+    policy was trained on: flagged, not refused (the policy never trained on them; its judge's
+    opinion of its answers there is the judge's training data speaking). `status` is `checked`,
+    `overlap` or `unchecked` (the judge's lineage has no questions)."""
+    lineage = read_lineage(judge_dir)
+    if lineage is None or lineage.question_hashes is None:
+        return {"status": UNCHECKED, "rows": len(rows), "overlapping_rows": None, "examples": []}
+    found = []
+    for i, row in enumerate(rows):
+        extra = row.get("extra_info") if isinstance(row.get("extra_info"), Mapping) else {}
+        users = [m.get("content", "") for m in row.get("prompt") or [] if m.get("role") == "user"]
+        question = str((extra or {}).get("query") or (users[-1] if users else ""))
+        if question_hash(question) in lineage.question_hashes:
+            found.append({"row": i, "question": _query_start(" ".join(question.split()))})
+    return {
+        "status": "overlap" if found else CHECKED,
+        "rows": len(rows),
+        "overlapping_rows": len(found),
+        "examples": found[:SHOWN],
+    }
 
 
 def _row_columns(names: set[str]) -> list[str]:

@@ -42,7 +42,7 @@ __all__ = [
 _COMPLETION_CHARS = 500  # enough to see the verdict and the start of the reasoning in a table
 _FLIPPED = {"A": "B", "B": "A"}
 #: The reward's parts each judged row keeps (policy RLVR adds its verifier_cut_short count).
-_REPORTED_PARTS = ("_reward", "_cut_short")
+_REPORTED_PARTS = ("_reward", "_cut_short", "_f1", "judged", "judge_format_failure")
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class JudgeEvaluation:
 def params_from(cfg: RunConfig) -> dict[str, Any]:
     """The run config as `evaluate_judge`'s keyword arguments (the HF generator's knobs)."""
     e = cfg.evaluation
-    rules = {"reward_kwargs": cfg.rlvr.reward_kwargs()} if cfg.mode == "rlvr" else {}
+    rules = {"reward_kwargs": cfg.policy_reward_kwargs()} if cfg.mode == "rlvr" else {}
     return {
         **rules,
         "mode": cfg.mode,
@@ -145,15 +145,27 @@ def judge_rows(
     `data_source`; `prompt_hash` is what decontamination compares (`row_prompt_hash`).
     """
     from judgeflow.data.prompt_hashes import row_prompt_hash
+    from judgeflow.inference.judge_reward import compute_score as judged_score
+    from judgeflow.inference.judge_reward import is_judge_paid
 
     if len(rows) != len(completions):
         raise ValueError(f"{len(rows)} rows but {len(completions)} completions")
     compute_score = reward_function(mode)
+    results: list[Mapping[str, Any]] | None = None
+    if mode == "rlvr" and is_judge_paid(reward_kwargs or {}):  # one batch for the judge
+        results = list[Mapping[str, Any]]()
+        results += judged_score(
+            [row.get("data_source", "") for row in rows],
+            list(completions),
+            [(row.get("reward_model") or {}).get("ground_truth") for row in rows],
+            [row.get("extra_info") for row in rows],
+            **(reward_kwargs or {}),
+        )
     judged = []
     for position, (row, completion) in enumerate(zip(rows, completions, strict=True)):
         truth = (row.get("reward_model") or {}).get("ground_truth")
         args = (row.get("data_source", ""), completion, truth, row.get("extra_info"))
-        result = compute_score(*args, **(reward_kwargs or {}))
+        result = results[position] if results else compute_score(*args, **(reward_kwargs or {}))
         extra = _extra(row)
         source = str(row.get("data_source") or "")
         if mode == "rlvr":  # a policy: its rows' subset is their verifier(s)

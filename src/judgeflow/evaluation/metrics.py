@@ -20,6 +20,10 @@ Metrics (`eval/<name>`; per sample, then averaged, see `summarise`):
   (checks past the sandbox's bounds, paid 0); `format_failure_rate` is the share without the R1
   format (`</think>` then `<answer>…</answer>`), 0 when `rlvr.r1_style_format=off`; its subsets
   are the rows' verifiers (`gsm8k`, `string_matcher`, a row with two: `gsm8k+ifeval_old`);
+  where a trained judge pays rows (`reward.judge`), over those rows: `judged_n`,
+  `judge_reward_mean` (what the judge paid), `judge_format_failure_rate` (its replies that did
+  not parse, paid 0) and `reference_f1` (open-instruct's F1 of the answer against the row's
+  reference answer: the independent measure the champion gate of a judge-paid policy uses);
 - grrm: `ranking_accuracy` (mean of the reward's `ranking_reward`: pairwise ranking agreement
   within a group, as the GRRM paper reports it), `score_agreement` (mean `score_reward`),
   `validity` (share of well-formed answers); an invalid answer counts 0 in both means;
@@ -59,7 +63,7 @@ PRIMARY_METRIC: dict[str, str] = {
 FORMAT_FAILURE = "format_failure"
 SCORES = tuple(range(5))  # the pointwise labels and well-formed predictions
 #: Sizes of the evaluation set: the same in every sample, so they get no `_std`.
-_SIZES = frozenset({"n", "pairs"})
+_SIZES = frozenset({"n", "pairs", "judged_n"})
 _LETTER_INDEX = {"A": 0, "B": 1}
 #: Per-subset numbers logged as metrics, besides the mode's primary metric.
 _SUBSET_LOGGED = ("format_failure_rate", "n")
@@ -160,6 +164,14 @@ def _metrics(mode: Mode, rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         verifiable = [float(r.get("verifiable_reward", 0.0)) for r in rows]
         metrics["verifiable_reward_mean"] = sum(verifiable) / n
         metrics["verifier_cut_short"] = sum(float(r.get("verifier_cut_short", 0.0)) for r in rows)
+        paid = [r for r in rows if r.get("judged")]
+        if paid:  # a trained judge paid these rows: what it paid, and the independent measure
+            metrics["judged_n"] = float(len(paid))
+            metrics["judge_reward_mean"] = sum(float(r["judge_reward"]) for r in paid) / len(paid)
+            metrics["judge_format_failure_rate"] = sum(
+                float(r.get("judge_format_failure", 0.0)) for r in paid
+            ) / len(paid)
+            metrics["reference_f1"] = sum(float(r["reference_f1"]) for r in paid) / len(paid)
     else:
         metrics["ranking_accuracy"] = sum(float(r.get("ranking_reward", 0.0)) for r in rows) / n
         metrics["score_agreement"] = sum(float(r.get("score_reward", 0.0)) for r in rows) / n

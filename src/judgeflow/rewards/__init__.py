@@ -25,7 +25,13 @@ REWARD_MODULES: dict[str, str] = {
 }
 REWARD_FUNCTION_NAME = "compute_score"
 
-__all__ = ["REWARD_FUNCTION_NAME", "REWARD_MODULES", "reward_function", "reward_module_path"]
+__all__ = [
+    "REWARDS_DIR",
+    "REWARD_FUNCTION_NAME",
+    "REWARD_MODULES",
+    "reward_function",
+    "reward_module_path",
+]
 
 
 def reward_function(mode: str) -> Callable[..., dict[str, Any]]:

@@ -100,7 +100,9 @@ def train_job_spec(
     cfg: RunConfig, data: PreparedData, run_id: str, *, dry_run: bool = False
 ) -> JobSpec:
     payload = {"data": asdict(data), "output_dir": str(run_dir(cfg, run_id))}
-    return job_spec(cfg, "train", run_id, payload, dry_run=dry_run)
+    spec = job_spec(cfg, "train", run_id, payload, dry_run=dry_run)
+    # Ray gets the GPUs verl trains on; a judge-paid policy's judge is served on the others
+    return replace(spec, gpus_per_node=cfg.policy_gpus_per_node)
 
 
 def evaluation_job_config(cfg: RunConfig) -> RunConfig:

@@ -284,3 +284,27 @@ def _tag(stage: str) -> str:
 def _job_stage(stage: str) -> str:
     """Summary row `evaluate[before]` -> the jobs file's stage `evaluate-before`."""
     return stage.replace("[", "-").rstrip("]")
+
+
+def record_judge_overlap(
+    cfg: RunConfig, run_id: str, judge_weights: str, data: PreparedData
+) -> dict[str, Any]:
+    """Whether the policy's evaluation questions are among those its paying judge trained on
+    (`decontamination.judge_overlap`): tag `judgeflow.reward.judge_overlap` (checked, overlap or
+    unchecked), metric `judge_overlap_rows`, the details as `eval/judge_overlap.json`."""
+    import pyarrow.parquet as pq
+
+    from judgeflow.evaluation.decontamination import judge_overlap
+    from judgeflow.inference.pyfunc import local_weights
+    from judgeflow.stages.common import fetch
+
+    if not data.val_file:
+        return {"status": "unchecked", "rows": 0, "overlapping_rows": None, "examples": []}
+    rows = pq.read_table(fetch(cfg, data.val_file)).to_pylist()
+    found = judge_overlap(local_weights(judge_weights, cfg.storage.root), rows)
+    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
+    tracker.set_tags({"judgeflow.reward.judge_overlap": found["status"]})
+    if found["overlapping_rows"] is not None:
+        tracker.log_metrics({"judge_overlap_rows": float(found["overlapping_rows"])})
+    tracker.log_dict(found, "eval/judge_overlap.json")
+    return found

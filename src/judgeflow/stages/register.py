@@ -22,6 +22,12 @@ from judgeflow.evaluation.decontamination import (
     unchecked_set,
 )
 from judgeflow.registry.models import Decision, ModelRegistry, VersionInfo
+from judgeflow.registry.paying_judge import (
+    TAG_REWARD_JUDGE,
+    TAG_REWARD_JUDGE_DATA,
+    TAG_REWARD_JUDGE_MODE,
+    TAG_REWARD_JUDGE_RUN,
+)
 from judgeflow.stages.evaluate import decontamination_of
 from judgeflow.tracking import Tracker
 
@@ -35,6 +41,10 @@ INHERITED_TAGS = (
     "judgeflow.data.manifest_hash",
     "judgeflow.sft.source",
     "judgeflow.sft.data_sha256",
+)
+#: The lineage of a judge-paid policy (`judgeflow.registry.paying_judge`) its version keeps.
+JUDGE_TAGS = frozenset(
+    {TAG_REWARD_JUDGE, TAG_REWARD_JUDGE_RUN, TAG_REWARD_JUDGE_DATA, TAG_REWARD_JUDGE_MODE}
 )
 SFT_SUFFIX = "-sft"
 
@@ -130,6 +140,8 @@ def register_stage(
         "judgeflow.parent_version": parent.ref if parent else None,
         "judgeflow.kind": kind,
     }
+    if kind != "sft":  # the judge that paid the policy (the SFT model was not paid by it)
+        tags |= {key: value for key, value in run_tags.items() if key in JUDGE_TAGS}
     decision = registry.register(
         name=name,
         model_uri=model_dir,

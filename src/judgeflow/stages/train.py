@@ -18,6 +18,7 @@ from judgeflow.stages.common import (
     _published,
     fetch,
 )
+from judgeflow.stages.served_judge import served_judge
 from judgeflow.tracking import Tracker
 
 if TYPE_CHECKING:
@@ -58,15 +59,17 @@ def train_stage(
         from judgeflow.engines import verl
 
         run_name = Tracker.attach(run_id, cfg.tracking.tracking_uri).run_name() if run_id else None
-        result: TrainResult | VerlResult = verl.train_verl(
-            verl.params_from(cfg, output_dir),
-            [data.train_file],
-            [data.val_file] if data.val_file else [data.train_file],
-            mlflow_run_id=run_id,
-            experiment_name=run_name,  # verl's MLflow logger resumes the run by its name
-            progress=progress,  # verl's step log: progress and the standard train/* val/* names
-            metrics_sink=metrics_sink,
-        )
+        judge = served_judge(cfg, output_dir)  # a judge-paid policy's judge, beside verl
+        with judge:
+            result: TrainResult | VerlResult = verl.train_verl(
+                verl.params_from(cfg, output_dir),
+                [data.train_file],
+                [data.val_file] if data.val_file else [data.train_file],
+                mlflow_run_id=run_id,
+                experiment_name=run_name,  # verl's MLflow logger resumes the run by its name
+                progress=progress,  # verl's step log: progress and the standard train/* val/* names
+                metrics_sink=metrics_sink,
+            )
     else:
         from judgeflow.engines import trl
 

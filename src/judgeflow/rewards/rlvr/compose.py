@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -33,7 +33,19 @@ FORMAT_MODES: tuple[FormatMode, ...] = get_args(FormatMode)
 #: (verifier name, response, label) → a score, or an :class:`Outcome` (a sandbox's ``score``).
 Check = Callable[[str, str, Any], "float | Outcome"]
 
-__all__ = ["Check", "FormatMode", "RewardRules", "Rewards", "Rollout", "compose", "r1_format_holds"]
+__all__ = [
+    "JUDGE",
+    "Check",
+    "FormatMode",
+    "RewardRules",
+    "Rewards",
+    "Rollout",
+    "compose",
+    "r1_format_holds",
+]
+
+#: The name a trained judge's part of a reward goes by (``judge_reward``, ``judge_correct_rate``).
+JUDGE = "judge"
 
 _THINK_THEN_ANSWER = re.compile(r"</think>\s*<answer>")
 
@@ -78,6 +90,9 @@ class Rollout:
 @dataclass
 class Rewards:
     scores: list[float]
+    #: Per rollout, what each of its verifiers paid (``verification_reward × score``), by name;
+    #: a judge's part under :data:`JUDGE`.
+    earned: list[dict[str, float]]
     #: open-instruct's objective metrics (without the ``objective/`` prefix), the mean format
     #: score when the format is looked at, and ``verifier_<status>`` counts of cut-short checks.
     metrics: dict[str, float]
@@ -95,23 +110,39 @@ def _pairs(rollout: Rollout, index: int) -> list[tuple[str, Any]]:
     return list(zip(datasets, labels, strict=True))
 
 
-def compose(rollouts: Sequence[Rollout], rules: RewardRules, *, check: Check) -> Rewards:
+def compose(
+    rollouts: Sequence[Rollout],
+    rules: RewardRules,
+    *,
+    check: Check,
+    judged: Sequence[float | None] | None = None,
+    judge_datasets: Collection[str] = (),
+) -> Rewards:
     """Scores for ``rollouts`` and the metrics open-instruct logs for them.
 
     ``check`` runs one verifier: a :class:`VerifierSandbox`'s ``score`` for a policy's text, or
-    :func:`verify` (in this process, unbounded) for text that is trusted.
+    :func:`verify` (in this process, unbounded) for text that is trusted. A row's dataset in
+    ``judge_datasets`` is paid by a trained judge instead, as open-instruct pays its LM-judge
+    verifier: ``judged[i]`` is that judge's score of rollout ``i`` (0 to 1; None, the judge's
+    reply was malformed, pays 0), composed like any verifier's.
     """
+    routed = {d.lower() for d in judge_datasets}
     n = len(rollouts)
     holds = [r1_format_holds(r.response) for r in rollouts]
     format_scores = [rules.r1_style_format_reward if h else 0.0 for h in holds]
     verifiable = [0.0] * n
+    earned_all: list[dict[str, float]] = []
     per_verifier: dict[str, list[float]] = defaultdict(list)
     statuses: Counter[str] = Counter()
     for i, rollout in enumerate(rollouts):
         earned: dict[str, float] = {}
         for dataset, label in _pairs(rollout, i):
-            name = resolve(dataset, rules.remap_verifier)
-            result = check(name, rollout.response, label)
+            result: float | Outcome | None
+            if dataset.lower() in routed:
+                name, result = JUDGE, (judged[i] if judged is not None else None) or 0.0
+            else:
+                name = resolve(dataset, rules.remap_verifier)
+                result = check(name, rollout.response, label)
             if isinstance(result, Outcome):
                 statuses[result.status] += 1
                 result = result.score
@@ -120,6 +151,7 @@ def compose(rollouts: Sequence[Rollout], rules: RewardRules, *, check: Check) ->
             earned[name] = earned.get(name, 0.0) + reward
         for name, reward in earned.items():
             per_verifier[name].append(reward)
+        earned_all.append(earned)
 
     scores = []
     for i, rollout in enumerate(rollouts):
@@ -145,4 +177,4 @@ def compose(rollouts: Sequence[Rollout], rules: RewardRules, *, check: Check) ->
     for status in ("too_long", "timeout", "error"):
         if statuses[status]:
             metrics[f"verifier_{status}"] = float(statuses[status])
-    return Rewards(scores, metrics)
+    return Rewards(scores, earned_all, metrics)

@@ -22,7 +22,7 @@ from typing import Any
 from judgeflow.rewards.rlvr.compose import RewardRules, Rollout, compose, r1_format_holds
 from judgeflow.rewards.rlvr.sandbox import VerifierSandbox
 
-__all__ = ["compute_score"]
+__all__ = ["compute_score", "sandbox_for", "split_settings"]
 
 _RULE_FIELDS = {f.name for f in dataclasses.fields(RewardRules)}
 _SANDBOX_KEYS = {
@@ -33,11 +33,22 @@ _SANDBOX_KEYS = {
 _sandboxes: dict[tuple[float, int, int], VerifierSandbox] = {}  # one child per bounds, reused
 
 
-def _sandbox(kwargs: dict[str, Any]) -> VerifierSandbox:
-    bounds = {field: kwargs[key] for key, field in _SANDBOX_KEYS.items() if key in kwargs}
+def sandbox_for(bounds: dict[str, Any]) -> VerifierSandbox:
+    """The sandbox for these bounds (``VerifierSandbox``'s fields), one per process."""
     box = VerifierSandbox(**bounds)
     key = (box.timeout_s, box.max_chars, box.memory_mb)
     return _sandboxes.setdefault(key, box)
+
+
+def split_settings(kwargs: dict[str, Any]) -> tuple[RewardRules, dict[str, Any], str]:
+    """The reward rules, the sandbox's bounds and the finish reason ``kwargs`` give; an unknown
+    keyword is an error (a misspelt setting must not be ignored)."""
+    unknown = set(kwargs) - _RULE_FIELDS - set(_SANDBOX_KEYS) - {"finish_reason"}
+    if unknown:
+        raise TypeError(f"unknown RLVR reward setting(s): {', '.join(sorted(unknown))}")
+    rules = RewardRules(**{k: v for k, v in kwargs.items() if k in _RULE_FIELDS})
+    bounds = {field: kwargs[key] for key, field in _SANDBOX_KEYS.items() if key in kwargs}
+    return rules, bounds, str(kwargs.get("finish_reason") or "stop")
 
 
 def compute_score(
@@ -49,14 +60,11 @@ def compute_score(
 ) -> dict[str, float]:
     """``score`` (what is paid), ``verifiable_reward``, ``valid_answer`` (the R1 format holds,
     or 1 when the format is off) and ``verifier_cut_short`` (a check past its bounds)."""
-    unknown = set(kwargs) - _RULE_FIELDS - set(_SANDBOX_KEYS) - {"finish_reason"}
-    if unknown:
-        raise TypeError(f"unknown RLVR reward setting(s): {', '.join(sorted(unknown))}")
     extra = extra_info or {}
-    rules = RewardRules(**{k: v for k, v in kwargs.items() if k in _RULE_FIELDS})
+    rules, bounds, finish = split_settings(kwargs)
     finish = str(kwargs.get("finish_reason") or extra.get("finish_reason") or "stop")
     rollout = Rollout(solution_str, ground_truth, extra.get("dataset") or data_source, finish)
-    box = _sandbox(kwargs)
+    box = sandbox_for(bounds)
     cut_before = sum(box.counts[s] for s in ("too_long", "timeout", "error"))
     rewards = compose([rollout], rules, check=box.score)
     cut = sum(box.counts[s] for s in ("too_long", "timeout", "error")) - cut_before

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,6 +23,7 @@ __all__ = [
     "VERIFIERS",
     "UnknownVerifier",
     "normalize_answer",
+    "reference_f1",
     "remove_thinking_section",
     "resolve",
     "verify",
@@ -100,6 +102,20 @@ def string_matcher(prediction: str, label: Any) -> float:
         return 0.0
     answer = prediction.split("<answer>")[-1].split("</answer>")[0]
     return float(normalize_answer(answer) == normalize_answer(label))
+
+
+def reference_f1(prediction: str, label: Any) -> float:
+    """open-instruct's ``F1Verifier``: token F1 of the answer (thinking removed) against the
+    reference, SQuAD-normalised; a list of references scores its best."""
+    answer = normalize_answer(remove_thinking_section(prediction)).split()
+    best = 0.0
+    for reference in label if isinstance(label, list | tuple) else [label]:
+        truth = normalize_answer(str(reference)).split()
+        same = sum((Counter(answer) & Counter(truth)).values())
+        if same:
+            precision, recall = same / len(answer), same / len(truth)
+            best = max(best, 2 * precision * recall / (precision + recall))
+    return best
 
 
 def flan(prediction: str, label: Any) -> float:

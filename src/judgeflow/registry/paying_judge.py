@@ -1,0 +1,147 @@
+"""The judge that pays a policy (`reward.judge`, `reward.judge_url`): which version it is, what it
+needs to run, and the reward keywords the engines and the evaluation pass on.
+
+A pipeline resolves `models:/NAME@champion` once, at its start, and pins the run to the version
+it found (`pin_judge`): the cache keys, the lineage tags and every stage then name one judge, and a
+champion that moves later makes the next retraining train again instead of reusing a policy
+another judge paid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from judgeflow.config import ConfigError, RunConfig
+from judgeflow.modes import JUDGE_MODELS
+
+__all__ = [
+    "TAG_REWARD_JUDGE",
+    "PayingJudge",
+    "paying_judge",
+    "pin_judge",
+]
+
+#: Tags of a policy's run and registered version: the judge version that paid it, its run, data.
+TAG_REWARD_JUDGE = "judgeflow.reward.judge"
+TAG_REWARD_JUDGE_RUN = "judgeflow.reward.judge_run_id"
+TAG_REWARD_JUDGE_DATA = "judgeflow.reward.judge_data_hash"
+TAG_REWARD_JUDGE_MODE = "judgeflow.reward.judge_mode"
+
+
+@dataclass(frozen=True)
+class PayingJudge:
+    """A judge that pays: `ref` is `models:/NAME/VERSION` for a registered one (resolved), the
+    store URI or URL as given otherwise."""
+
+    ref: str
+    mode: str
+    max_new_tokens: int
+    weights: str | None = None  # the judge's weights (a store URI); None for a served judge
+    url: str | None = None
+    run_id: str | None = None
+    data_hash: str | None = None
+
+    def tags(self) -> dict[str, str]:
+        """The lineage a policy's MLflow run and registered version carry."""
+        tags = {TAG_REWARD_JUDGE: self.ref, TAG_REWARD_JUDGE_MODE: self.mode}
+        if self.run_id:
+            tags[TAG_REWARD_JUDGE_RUN] = self.run_id
+        if self.data_hash:
+            tags[TAG_REWARD_JUDGE_DATA] = self.data_hash
+        return tags
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _recorded_max_new_tokens(run_id: str | None, tracking_uri: str | None) -> int | None:
+    """`evaluation.max_new_tokens` of the run that registered the judge: how long it answers."""
+    if not run_id:
+        return None
+    from judgeflow.tracking import Tracker
+
+    params = Tracker.attach(run_id, tracking_uri).client.get_run(run_id).data.params
+    value = params.get("evaluation.max_new_tokens")
+    return int(value) if value and value.isdigit() else None
+
+
+def paying_judge(cfg: RunConfig) -> PayingJudge | None:
+    """The judge `cfg.reward` names, resolved (a registry lookup for `models:/…`); None when no
+    judge pays. An unknown or missing judge is a `ConfigError` that says what to run."""
+    r = cfg.reward
+    if r.judge_url:
+        assert r.judge_mode and r.judge_max_new_tokens  # the schema's check
+        return PayingJudge(r.judge_url, r.judge_mode, r.judge_max_new_tokens, url=r.judge_url)
+    if not r.judge:
+        return None
+    if not r.judge.startswith("models:/"):
+        if not r.judge_max_new_tokens:
+            raise ConfigError(
+                f"reward.judge={r.judge} is not a registered version: set "
+                "reward.judge_max_new_tokens (how long the judge's replies are)"
+            )
+        assert r.judge_mode  # the schema's check
+        return PayingJudge(r.judge, r.judge_mode, r.judge_max_new_tokens, weights=r.judge)
+
+    from judgeflow.registry.models import TAG_MODE, ModelRegistry, RegistryError
+
+    try:
+        info = ModelRegistry(cfg.tracking.tracking_uri).resolve(r.judge)
+    except RegistryError as exc:
+        name = r.judge.removeprefix("models:/").split("@")[0].split("/")[0]
+        recipe = {"judge-grpo-pointwise": "grpo-pointwise", "judge-grpo-pairwise": "grpo-pairwise"}
+        run = recipe.get(name)
+        how = (
+            f"`judgeflow run {run} --profile tiny` (or `make demo`)"
+            if run
+            else "the pipeline that trains it"
+        )
+        raise ConfigError(
+            f"reward.judge={r.judge}: no such judge version ({exc}). Train and register the "
+            f"judge first with {how}, or name another with --set reward.judge=models:/NAME/VERSION"
+        ) from None
+    mode = info.tags.get(TAG_MODE, "")
+    if mode not in JUDGE_MODELS:
+        raise ConfigError(
+            f"reward.judge={r.judge} is {info.ref}, a model of mode {mode or 'unknown'}: a policy "
+            "is paid by a judge (pointwise, pairwise or grrm)"
+        )
+    if r.judge_mode and r.judge_mode != mode:
+        raise ConfigError(
+            f"reward.judge_mode={r.judge_mode}, but {info.ref} is a {mode} judge: unset it"
+        )
+    tokens = r.judge_max_new_tokens or _recorded_max_new_tokens(
+        info.run_id, cfg.tracking.tracking_uri
+    )
+    if not tokens:
+        raise ConfigError(
+            f"{info.ref}: its run records no evaluation.max_new_tokens; set "
+            "reward.judge_max_new_tokens"
+        )
+    return PayingJudge(
+        ref=f"models:/{info.name}/{info.version}",
+        mode=mode,
+        max_new_tokens=tokens,
+        weights=info.model_uri,
+        run_id=info.run_id,
+        data_hash=info.tags.get("judgeflow.data.manifest_hash"),
+    )
+
+
+def pin_judge(cfg: RunConfig) -> tuple[RunConfig, PayingJudge | None]:
+    """`cfg` with `reward.judge` pinned to the weights of the version it resolves to (and its
+    mode and reply length written out), and that judge (whose `ref` names the version, for the
+    lineage); `cfg` itself when no judge pays. Every stage then reads the judge from `cfg`
+    alone (`RunConfig.policy_reward_kwargs`), and the cache keys change with the version."""
+    judge = paying_judge(cfg)
+    if judge is None or judge.url:
+        return cfg, judge
+    reward = cfg.reward.model_copy(
+        update={
+            "judge": judge.weights,
+            "judge_mode": judge.mode,
+            "judge_max_new_tokens": judge.max_new_tokens,
+        }
+    )
+    return cfg.model_copy(update={"reward": reward}), judge

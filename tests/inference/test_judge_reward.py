@@ -1,0 +1,201 @@
+"""A trained judge pays a policy (`judgeflow.inference.judge_reward`): pointwise, pairwise in both
+orders and GRRM, composed like a verifier, format failures of the judge never paid and counted.
+
+The payment rules are pinned with judges that reply by rule through the `Generator` interface
+(the real reply parser reads them); the real tiny model judges too (an untrained judge: its
+replies do not parse, so nothing is paid), and verl's own batch reward manager loads and runs
+the module. A trained judge pays a whole pipeline in tests/test_quickstart.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judgeflow.data.grrm_template import render_grrm_target
+from judgeflow.data.templates import parse_pairwise, parse_pointwise
+from judgeflow.inference.judge_reward import LocalJudge, compute_score
+
+RULES = {
+    "verification_reward": 10.0,
+    "r1_style_format": "off",
+    "r1_style_format_reward": 1.0,
+    "non_stop_penalty": False,
+    "non_stop_penalty_value": 0.0,
+}
+JUDGE = {"judge_datasets": ["judge"], "judge_max_new_tokens": 16, "judge_batch_size": 3}
+QUERY = "What is the capital of France?"
+REFERENCE = "The capital of France is Paris."
+
+
+class RuleJudge:
+    """A judge that answers every prompt with a well-formed verdict by a rule: an answer that
+    mentions Paris is good, one that says "garble" gets a malformed reply. Keeps every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def generate(self, prompts: Sequence[Any], *, max_new_tokens: int, **_: Any) -> list[str]:
+        texts = [p[0]["content"] for p in prompts]
+        self.calls.append(texts)
+        return [self._reply(t) for t in texts]
+
+    def _reply(self, text: str) -> str:
+        if pointwise := parse_pointwise(text):
+            response = pointwise[1]
+            if "garble" in response:
+                return "I think it is fine"
+            return f"<think>ok</think><score>{4 if 'Paris' in response else 1}</score>"
+        if pairwise := parse_pairwise(text):
+            a, b = pairwise[1], pairwise[2]
+            if "garble" in a + b:
+                return "both"
+            if "Paris" in a and "Paris" in b:  # a tie: the judge says A whatever the order
+                return "<better>A</better>"
+            return f"<better>{'A' if 'Paris' in a else 'B'}</better>"
+        candidates = re.findall(r"Translation ([A-H]):\n```\n(.*?)\n```", text, re.S)
+        scores = [9 if "Paris" in c else 2 for _, c in candidates]
+        return render_grrm_target("Compared.", scores)
+
+
+def _score(mode: str, answers: list[str], judge: RuleJudge, **extra: Any) -> list[dict]:
+    n = len(answers)
+    extras = [{"dataset": ["judge"], "query": QUERY, "index": 0, **extra}] * n
+    client = LocalJudge("unused", mode, 16, batch_size=3, generator=judge)
+    return compute_score(
+        ["judge"] * n, answers, [[REFERENCE]] * n, extras, client=client, **RULES, **JUDGE
+    )
+
+
+def test_a_pointwise_judge_pays_its_score_over_four_and_never_a_malformed_reply() -> None:
+    judge = RuleJudge()
+    answers = ["Paris.", "Lyon.", "garble", "", "<think>hmm</think>It is Paris."]
+    out = _score("pointwise", answers, judge)
+    # 10 x 4/4, 10 x 1/4, a malformed reply 0, an empty answer 0 (never shown to the judge)
+    assert [r["score"] for r in out] == [10.0, 2.5, 0.0, 0.0, 10.0]
+    assert [r["judge_format_failure"] for r in out] == [0.0, 0.0, 1.0, 0.0, 0.0]
+    assert all(r["judged"] == 1.0 and r["verifiable_reward"] == 0.0 for r in out)
+    # 4 answers shown, 3 per call: two calls for the whole batch; the judge saw the answer only
+    assert [len(c) for c in judge.calls] == [3, 1]
+    shown = [parse_pointwise(t) for call in judge.calls for t in call]
+    assert ("What is the capital of France?", "It is Paris.") in shown
+    # reference_f1: the answer against the reference, thinking removed
+    assert out[4]["reference_f1"] == pytest.approx(2 * (2 / 3) * (2 / 5) / (2 / 3 + 2 / 5))
+
+
+def test_a_pairwise_judge_pays_only_a_consistent_win_over_the_reference() -> None:
+    judge = RuleJudge()
+    out = _score("pairwise", ["Lyon.", "garble", "Paris, of course."], judge)
+    # "Lyon." loses in both orders: consistent, 0. "garble": malformed, 0 and counted.
+    # "Paris, of course." ties with the reference: the rule says A in both orders, so the
+    # verdict flips with the order: inconsistent, 0.
+    assert [r["score"] for r in out] == [0.0, 0.0, 0.0]
+    assert [r["judge_format_failure"] for r in out] == [0.0, 1.0, 0.0]
+    prompts = [parse_pairwise(t) for call in judge.calls for t in call]
+    assert ("What is the capital of France?", "Lyon.", REFERENCE) in prompts  # both orders
+    assert ("What is the capital of France?", REFERENCE, "Lyon.") in prompts
+
+
+def test_a_pairwise_win_in_both_orders_pays() -> None:
+    class Prefers(RuleJudge):  # the answer beats the reference whichever side it is on
+        def _reply(self, text: str) -> str:
+            _, a, _b = parse_pairwise(text) or ("", "", "")
+            return f"<better>{'A' if a == 'Paris!' else 'B'}</better>"
+
+    out = _score("pairwise", ["Paris!"], Prefers())
+    assert out[0]["score"] == 10.0 and out[0]["judge_reward"] == 10.0
+
+
+def test_a_grrm_judge_ranks_a_prompts_rollouts_together_and_pays_each_its_score() -> None:
+    judge = RuleJudge()
+    answers = ["Paris", "Lyon", "Paris!", "Nice"]
+    out = _score("grrm", answers, judge, source_lang="en", target_lang="fr")
+    assert [r["score"] for r in out] == [9.0, 2.0, 9.0, 2.0]  # 10 x score / 10
+    assert len(judge.calls) == 1 and len(judge.calls[0]) == 1  # one call, one group
+    assert all(f"```\n{a}\n```" in judge.calls[0][0] for a in answers)
+
+
+def test_a_grrm_judge_needs_the_rows_languages() -> None:
+    with pytest.raises(ValueError, match="source_lang and target_lang"):
+        _score("grrm", ["Paris", "Lyon"], RuleJudge())
+
+
+def test_rows_without_a_judge_dataset_keep_their_verifiers_and_the_gate_holds() -> None:
+    judge = RuleJudge()
+    client = LocalJudge("unused", "pointwise", 16, batch_size=8, generator=judge)
+    rules = {**RULES, "r1_style_format": "gated"}
+    out = compute_score(
+        ["gsm8k", "judge", "judge"],
+        ["</think><answer>7</answer>", "Paris.", "</think><answer>Paris.</answer>"],
+        [["7"], [REFERENCE], [REFERENCE]],
+        [
+            {"dataset": ["gsm8k"]},
+            {"dataset": ["judge"], "query": QUERY},
+            {"dataset": ["judge"], "query": QUERY},
+        ],
+        client=client,
+        **rules,
+        **JUDGE,
+    )
+    assert out[0]["score"] == 10.0 and out[0]["judged"] == 0.0  # gsm8k paid as ever
+    assert out[1]["score"] == 0.0  # the judge liked it, but the R1 format gate is shut
+    assert out[1]["judge_reward"] == 10.0
+    assert out[2]["score"] == 10.0  # well-formed: the judge's reward passes the gate
+    assert len(judge.calls) == 1 and len(judge.calls[0]) == 2  # the gsm8k row is not judged
+
+
+@pytest.mark.parametrize("mode", ["pointwise", "pairwise", "grrm"])
+def test_the_real_tiny_model_as_an_untrained_judge_pays_nothing_and_counts_it(
+    tiny_model: Path, mode: str
+) -> None:
+    """The tiny random model never writes a verdict: every judged rollout is paid 0 and counted
+    as the judge's format failure, in every mode, through real HF generation."""
+    n = 4
+    extras = [{"dataset": ["judge"], "query": QUERY, "index": 0, "source_lang": "en",
+               "target_lang": "fr"}] * n  # fmt: skip
+    out = compute_score(
+        ["judge"] * n,
+        ["Paris.", "Lyon.", "Nice.", "Paris!"],
+        [[REFERENCE]] * n,
+        extras,
+        **RULES,
+        **{**JUDGE, "judge_weights": str(tiny_model), "judge_mode": mode},
+    )
+    assert [r["score"] for r in out] == [0.0] * n
+    assert [r["judge_format_failure"] for r in out] == [1.0] * n
+
+
+def test_trl_scores_a_steps_rollouts_with_the_judge_at_once_and_logs_its_parts(
+    tiny_model: Path,
+) -> None:
+    """TRL's reward functions for a judge-paid policy: one judged batch per step, and unpaid
+    probes that log what the judge paid, its format failures and reference_f1 on its rows."""
+    from judgeflow.engines.trl import map_trl_logs, reward_functions
+
+    rules = {**RULES, **JUDGE, "judge_weights": str(tiny_model), "judge_mode": "pointwise"}
+    functions = reward_functions("rlvr", rlvr_rules=rules, stop_token_ids={0})
+    names = [f.__name__ for f in functions]
+    assert names == ["rlvr", "format_failure", "verifiable_correct", "judge_reward",
+                     "reference_f1", "judge_format_failure"]  # fmt: skip
+    completions = ["Paris.", "The capital of France is Paris.", "</think><answer>3</answer>"]
+    kwargs = {
+        "reward_model": [{"ground_truth": [REFERENCE]}] * 2 + [{"ground_truth": ["3"]}],
+        "extra_info": [{"dataset": ["judge"], "query": QUERY, "index": 0}] * 2
+        + [{"dataset": ["gsm8k"], "index": 1}],
+        "data_source": ["judge", "judge", "gsm8k"],
+        "completion_ids": [[5, 0], [6, 0], [7, 0]],
+    }
+    values = {f.__name__: f(completions, **kwargs) for f in functions}
+    assert values["rlvr"] == [0.0, 0.0, 10.0]  # the untrained judge pays nothing; gsm8k does
+    assert values["judge_format_failure"] == [1.0, 1.0, None]  # None: not the judge's row
+    assert values["reference_f1"] == [pytest.approx(1 / 3), 1.0, None]  # "paris" of 5 words
+    logged = map_trl_logs(
+        {"rewards/judge_reward/mean": 0.5, "rewards/reference_f1/mean": 0.25,
+         "rewards/judge_format_failure/mean": 0.1}
+    )  # fmt: skip
+    assert logged == {"train/judge_reward": 0.5, "train/reference_f1": 0.25,
+                      "train/judge_format_failure_rate": 0.1}  # fmt: skip

@@ -1,0 +1,70 @@
+"""Which judge pays a policy (`reward.*`): what each way of naming one needs, and the errors that
+say what to run. A registered judge resolving and pinning is exercised end to end after `make
+demo` (tests/test_quickstart.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from judgeflow.config import ConfigError, load_config
+from judgeflow.registry.paying_judge import paying_judge, pin_judge
+
+
+def test_without_a_registered_champion_the_error_names_the_command_to_run(tmp_path: Path) -> None:
+    cfg = load_config(
+        "rlvr-judged", profile="tiny",
+        overrides=[f"tracking.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}"],
+    )  # fmt: skip
+    with pytest.raises(ConfigError) as failed:
+        pin_judge(cfg)
+    message = str(failed.value)
+    assert "reward.judge=models:/judge-grpo-pointwise@champion" in message
+    assert "judgeflow run grpo-pointwise --profile tiny" in message and "make demo" in message
+
+
+def test_a_judges_weights_by_path_need_its_mode_and_reply_length() -> None:
+    with pytest.raises(ConfigError, match="reward.judge_mode"):
+        load_config("rlvr-judged", overrides=["reward.judge=/models/judge"])
+    cfg = load_config(
+        "rlvr-judged", overrides=["reward.judge=/models/judge", "reward.judge_mode=grrm"]
+    )
+    with pytest.raises(ConfigError, match="reward.judge_max_new_tokens"):
+        paying_judge(cfg)
+
+
+def test_a_served_judge_and_a_path_reach_the_reward_as_the_engines_pass_them() -> None:
+    served = load_config(
+        "rlvr-judged",
+        overrides=["reward.judge=null", "reward.judge_url=http://judge:5001/invocations",
+                   "reward.judge_mode=pairwise", "reward.judge_max_new_tokens=32"],
+    )  # fmt: skip
+    kwargs = served.policy_reward_kwargs()
+    assert kwargs["judge_url"] == "http://judge:5001/invocations"
+    assert kwargs["judge_mode"] == "pairwise" and kwargs["judge_max_new_tokens"] == 32
+    assert "judge_weights" not in kwargs
+    assert pin_judge(served)[0] == served  # nothing to pin: the URL is the judge
+    path = load_config(
+        "rlvr-judged",
+        overrides=["reward.judge=s3://bucket/judge", "reward.judge_mode=pointwise",
+                   "reward.judge_max_new_tokens=8", "reward.judge_datasets=[Judge]"],
+    )  # fmt: skip
+    kwargs = path.policy_reward_kwargs()
+    assert kwargs["judge_weights"] == "s3://bucket/judge"  # fetched where the reward runs
+    assert kwargs["judge_datasets"] == ["judge"]
+
+
+def test_an_unpinned_registered_judge_never_reaches_an_engine() -> None:
+    cfg = load_config("rlvr-judged")
+    with pytest.raises(ConfigError, match="pins it to the version's weights"):
+        cfg.policy_reward_kwargs()
+
+
+def test_a_judge_and_a_url_at_once_or_a_judge_for_a_judge_are_refused() -> None:
+    with pytest.raises(ConfigError, match="set one"):
+        load_config("rlvr-judged", overrides=["reward.judge_url=http://x/invocations",
+                                              "reward.judge_mode=pointwise",
+                                              "reward.judge_max_new_tokens=8"])  # fmt: skip
+    with pytest.raises(ConfigError, match="need mode=rlvr"):
+        load_config("grpo-pointwise", overrides=["reward.judge=models:/j@champion"])
