@@ -200,7 +200,11 @@ def reward_identity(cfg: RunConfig) -> dict[str, Any]:
     and how it is asked. Empty for the judges, whose reward is their mode's."""
     if cfg.mode != "rlvr":
         return {}
-    judge = cfg.reward.model_dump(mode="json") if cfg.reward.paid_by_judge else None
+    # how many requests at once and where the judge is served change no score
+    placement = {"judge_concurrency", "judge_gpus"}
+    judge = (
+        cfg.reward.model_dump(mode="json", exclude=placement) if cfg.reward.paid_by_judge else None
+    )
     return {"rlvr": cfg.rlvr.model_dump(mode="json"), "judge": judge}
 
 

@@ -242,8 +242,9 @@ _HEADLINE = {
     "pointwise": ("exact_match", "mae", "calibration_error", "n_valid"),
     "pairwise": ("consistent_accuracy", "accuracy", "consistency", "position_bias", "pairs"),
     "grrm": ("ranking_accuracy", "score_agreement", "validity"),
-    "rlvr": ("verifiable_correct_rate", "verifiable_reward_mean", "verifier_cut_short"),
-}
+    "rlvr": ("verifiable_correct_rate", "verifiable_reward_mean", "verifier_cut_short",
+             "reference_f1", "judge_reward_mean", "judge_format_failure_rate", "judged_n"),
+}  # fmt: skip
 _COMMON = ("reward_mean", "format_failure_rate", "n", "samples")
 #: Per-subset columns besides n and the format-failure rate, primary first.
 _SUBSET_COLUMNS = {
@@ -359,6 +360,6 @@ def _figure(name: str, value: Any) -> str:
     """Counts as integers, everything else to 3 decimals, – for not defined."""
     if value is None:
         return "–"
-    if name in ("n", "n_valid", "pairs", "samples"):
+    if name in ("n", "n_valid", "pairs", "samples", "judged_n"):
         return f"{value:g}"
     return f"{value:.3f}"

@@ -34,5 +34,14 @@ def test_verifiable_rates_stand_in_where_rows_have_no_reference() -> None:
     assert found["status"] == "hacked" and found["independent"] == "verifiable_correct_rate"
 
 
+def test_the_judges_own_part_is_compared_where_verifiers_also_pay() -> None:
+    """A verifier's gain must not pass for the judge's: the judge's part fell here."""
+    found = hacking_check(
+        {"sft/reward_mean": 0.2, "after/reward_mean": 0.6, "sft/judge_reward_mean": 0.5,
+         "after/judge_reward_mean": 0.4, "sft/reference_f1": 0.3, "after/reference_f1": 0.2}
+    )  # fmt: skip
+    assert found["paid"] == "judge_reward_mean" and found["status"] == "ok"
+
+
 def test_a_missing_evaluation_is_unmeasured_not_ok() -> None:
     assert hacking_check({"after/reward_mean": 1.0})["status"] == "unmeasured"

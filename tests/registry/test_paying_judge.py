@@ -68,3 +68,33 @@ def test_a_judge_and_a_url_at_once_or_a_judge_for_a_judge_are_refused() -> None:
                                               "reward.judge_max_new_tokens=8"])  # fmt: skip
     with pytest.raises(ConfigError, match="need mode=rlvr"):
         load_config("grpo-pointwise", overrides=["reward.judge=models:/j@champion"])
+
+
+def test_a_judge_url_with_credentials_is_warned_about_and_never_shown() -> None:
+    from judgeflow.config import SecretParameterWarning
+    from judgeflow.registry.paying_judge import PayingJudge
+
+    secret = "https://user:s3cr3t@judge.example/invocations?token=abc"
+    with pytest.warns(SecretParameterWarning, match="reward.judge_url holds credentials"):
+        load_config("rlvr-judged", overrides=["reward.judge=null", f"reward.judge_url={secret}",
+                                              "reward.judge_mode=pointwise",
+                                              "reward.judge_max_new_tokens=8"])  # fmt: skip
+    judge = PayingJudge(secret, "pointwise", 8, url=secret)
+    shown = str(judge.to_dict()) + str(judge.tags())
+    assert "s3cr3t" not in shown and "abc" not in shown
+
+
+@pytest.mark.parametrize(
+    ("override", "said"),
+    [
+        ("grpo.reward_manager=naive", "set grpo.reward_manager=batch"),
+        ("cluster.nodes=2", "serve it yourself and set reward.judge_url"),
+        ("reward.judge_gpus=8", "must leave verl at least one"),
+        ("reward.judge_gpus=0", "needs at least one"),
+    ],
+)
+def test_a_judge_served_beside_verl_is_checked_before_anything_is_submitted(
+    override: str, said: str
+) -> None:
+    with pytest.raises(ConfigError, match=said):
+        load_config("rlvr-judged", overrides=["cluster.backend=slurm", override])

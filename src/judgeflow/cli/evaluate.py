@@ -77,6 +77,7 @@ def evaluation_file(cfg: RunConfig, data: str, work: Path) -> str:
             [str(p) for p in manifest.paths], str(out / "eval.parquet"),
             remap_verifier=cfg.rlvr.remap_verifier, skip_invalid=d.skip_invalid,
             tokenizer=tokenizer, max_prompt_length=d.max_prompt_length if tokenizer else None,
+            judge_datasets=cfg.reward.judge_datasets if cfg.reward.paid_by_judge else (),
         )  # fmt: skip
         return str(rows.train_path)
     result = prepare_judge(

@@ -125,6 +125,10 @@ def ignored_keys(cfg: RunConfig, keys: Iterable[str]) -> list[str]:
     return reasons
 
 
+#: Where a paying judge is named by URL; credentials there reach verl's command line.
+JUDGE_URL_KEYS = ("reward.judge_url", "reward.judge")
+
+
 def secret_overrides(items: Iterable[tuple[str, object]]) -> list[str]:
     """Why each secret-looking `cluster.env` override (key, value) should have been a
     `cluster.secrets` one, a tracking URI with credentials should have left them to MLflow's
@@ -142,6 +146,9 @@ def secret_overrides(items: Iterable[tuple[str, object]]) -> list[str]:
         "whole URL where the flow runs instead, where the download finds it (`judgeflow run "
         "--set` does this for you)"
         if key in DATA_URL_KEYS
+        else f"{key} {said}, and it reaches the reward's keywords (verl's command line): serve "
+        "the judge where no credentials are needed, or behind a gateway on the cluster's network"
+        if key in JUDGE_URL_KEYS
         else f"{key} looks like a secret, and an override is a flow parameter (kept, and shown, "
         f"by Prefect): pass it as cluster.secrets.{key.removeprefix('cluster.env.')}="
         "env:VARIABLE or =prefect:SECRET_BLOCK instead (`judgeflow run --set` does this for you)"

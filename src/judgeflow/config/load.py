@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from judgeflow.config.keys import ignored_keys, secret_overrides
+from judgeflow.config.keys import JUDGE_URL_KEYS, ignored_keys, secret_overrides
 from judgeflow.config.redaction import has_url_credentials, is_secret
 from judgeflow.config.safe_yaml import UnsafeYaml, load_yaml, load_yaml_file
 from judgeflow.config.schema import (
@@ -70,7 +70,8 @@ def load_config(
         raw = set_dotted(raw, key, value)
         explicit.append(key)
         if (key.startswith("cluster.env.") and is_secret(key, value)) or (
-            key in ("tracking.tracking_uri", *DATA_URL_KEYS) and has_url_credentials(str(value))
+            key in ("tracking.tracking_uri", *DATA_URL_KEYS, *JUDGE_URL_KEYS)
+            and has_url_credentials(str(value))
         ):
             secret_looking.append((key, value))  # an override is a flow parameter: said below
     raw = _expand(

@@ -194,7 +194,8 @@ class GrpoConfig(_Section):
     )
     reward_manager: Literal["naive", "dapo", "prime", "batch"] = Field(
         "naive",
-        description="verl reward manager; judgeflow's rewards need `naive`, `dapo` or `prime`",
+        description="verl reward manager: `naive`, `dapo` or `prime` for judgeflow's per-sample "
+        "rewards; `batch` for a judge-paid policy (reward.judge), which needs it",
     )
     total_epochs: int = Field(1, gt=0, description="passes over the training data")
     max_steps: int | None = Field(None, gt=0, description="stop after this many steps")
@@ -514,13 +515,16 @@ class RewardConfig(_Section):
         description="row `dataset` names the judge pays (open-instruct's LM-judge names too)",
     )
     judge_batch_size: int = Field(
-        16, gt=0, description="rollouts per judge generation call (per request when served)"
+        16,
+        gt=0,
+        description="judge rows per generation call (per request when served): a rollout "
+        "pointwise, a rollout in both orders pairwise, a prompt's group for GRRM",
     )
     judge_max_new_tokens: int | None = Field(
         None, gt=0, description="the judge's reply length; unset: the registered judge's own"
     )
     judge_concurrency: int = Field(
-        4, gt=0, description="a served judge: requests in flight at once"
+        4, gt=0, description="a served judge (judge_url, or verl's): requests in flight at once"
     )
     judge_gpus: int = Field(
         1,
@@ -619,12 +623,36 @@ with warnings.catch_warnings():
                     "reward.judge / reward.judge_url pay a policy: they need mode=rlvr "
                     f"(this recipe trains mode={self.mode})"
                 )
+            if self.mode == "rlvr" and self.reward.paid_by_judge and self.resolved_engine == "verl":
+                self._check_judge_on_verl()
             if self.mode == "grrm" and (self.sft.enabled or self.sft.source):
                 raise ValueError(
                     "sft.enabled / sft.source are for the judge recipes; GRRM's SFT runs on its own "
                     "data and `judgeflow run grrm-full --stage sft|rlvr|full` decides whether it runs"
                 )
             return self
+
+        def _check_judge_on_verl(self) -> None:
+            """verl's batch reward manager calls the judge; one served inside the allocation
+            listens on the head node, on GPUs of its own."""
+            if self.grpo.reward_manager != "batch":
+                raise ValueError(
+                    "a judge-paid policy on verl is scored by verl's batch reward manager (all "
+                    "rollouts of a step at once): set grpo.reward_manager=batch"
+                )
+            if self.reward.judge_url or self.cluster.backend != "slurm":
+                return
+            if self.cluster.nodes > 1:
+                raise ValueError(
+                    "the judge served inside the allocation listens on the head node only: with "
+                    "cluster.nodes > 1, serve it yourself and set reward.judge_url"
+                )
+            if not 1 <= self.reward.judge_gpus < self.cluster.gpus_per_node:
+                raise ValueError(
+                    f"reward.judge_gpus={self.reward.judge_gpus}: the judge served beside verl "
+                    f"needs at least one of the node's {self.cluster.gpus_per_node} GPUs and must "
+                    "leave verl at least one"
+                )
 
         @property
         def registered_model_name(self) -> str:

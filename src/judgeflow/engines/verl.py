@@ -161,7 +161,7 @@ def verl_overrides(
     """
     g, d = cfg.grpo, cfg.data
     judged = cfg.mode == "rlvr" and cfg.reward.paid_by_judge
-    manager = "batch" if judged else g.reward_manager  # the judge scores a whole step at once
+    manager = g.reward_manager  # judge-paid: `batch`, the judge scores a whole step at once
     if not judged and g.reward_manager not in PER_SAMPLE_MANAGERS:
         raise ValueError(
             f"grpo.reward_manager={g.reward_manager!r} calls a batched compute_score; judgeflow's "

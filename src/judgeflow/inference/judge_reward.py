@@ -11,11 +11,12 @@ it) under the row's question (``extra_info.query``, the prompt's last user turn)
   orders; a consistent verdict for the answer pays 1, for the reference 0, an inconsistent one 0
   (counted);
 - **GRRM**: the rollouts of one prompt ranked together in one call (at most ``MAX_CANDIDATES``
-  a call; a rollout alone is ranked against the reference), each paid its score / 10. The
-  source is ``extra_info.source`` (else the question) and the languages
+  a call; a rollout alone is ranked against the reference), each paid its score / 10 (a score
+  off the 0-10 scale is a malformed reply). The source is the row's question
+  (``extra_info.query``: a row's own ``query``, else its last user turn) and the languages
   ``extra_info.source_lang`` / ``target_lang``.
 
-A reply that does not parse pays 0 and is counted (``judge_valid`` 0). With ``judge_unscored``
+A reply that does not parse pays 0 and is counted (``judge_format_failure`` 1). With ``judge_unscored``
 the judge is not called and its rows score as such a reply (verl's validation mode: judgeflow
 discards those scores and scores the generations itself).
 
@@ -65,6 +66,8 @@ JUDGE_KEYS = (
 )
 _GRRM_MAX = 10  # GRRM's scores are integers from 0 to 10
 _POINTWISE_MAX = 4
+#: How long a served judge may take for one request (and `mlflow models serve -t` in Slurm).
+SERVED_JUDGE_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -125,8 +128,14 @@ class ServedJudge:
     max_new_tokens: int
     batch_size: int = 16
     concurrency: int = 4
-    timeout_s: float = 600.0
+    timeout_s: float = SERVED_JUDGE_TIMEOUT_S
     calls: int = field(default=0, init=False)
+
+    @property
+    def _shown(self) -> str:  # what messages say: no user:password@ or ?token=
+        from judgeflow.config.redaction import strip_credentials
+
+        return strip_credentials(self.url)
 
     def _post(self, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         body = {"dataframe_records": list(rows), "params": {"max_new_tokens": self.max_new_tokens}}
@@ -141,10 +150,12 @@ class ServedJudge:
         except urllib.error.HTTPError as exc:  # it answered, and refused: say what it said
             text = exc.read().decode(errors="replace")
             said = text if len(text) < 1200 else f"{text[:300]} … {text[-900:]}"  # the cause last
-            raise ValueError(f"the judge at {self.url} refused the rows ({exc}): {said}") from exc
+            raise ValueError(
+                f"the judge at {self._shown} refused the rows ({exc}): {said}"
+            ) from exc
         except OSError as exc:
             raise ConnectionError(
-                f"the judge at {self.url} did not answer ({exc}): is it served there "
+                f"the judge at {self._shown} did not answer ({exc}): is it served there "
                 "(`mlflow models serve -m models:/NAME@champion --env-manager local`), or set "
                 "reward.judge to judge in process?"
             ) from exc
@@ -258,8 +269,12 @@ def _grrm_scores(client: JudgeClient, items: Sequence[JudgedItem]) -> JudgeScore
         if not v.get("valid") or not v.get("scores"):
             out.format_failures += len(chunk)
             continue
-        for position, i in enumerate(chunk):
-            out.scores[i] = float(v["scores"][position]) / _GRRM_MAX
+        scores = [float(x) for x in v["scores"][: len(chunk)]]
+        if any(not 0 <= x <= _GRRM_MAX for x in scores):  # off the 0-10 scale: not a verdict
+            out.format_failures += len(chunk)
+            continue
+        for i, score in zip(chunk, scores, strict=True):
+            out.scores[i] = score / _GRRM_MAX
     return out
 
 
@@ -300,8 +315,8 @@ def compute_score(
     **kwargs: Any,
 ) -> list[dict[str, float]]:
     """Every rollout's reward (``rlvr.score.compute_score``'s parts) plus ``judged`` (1 where
-    the judge scored it), ``judge_reward`` (what the judge paid), ``judge_valid`` (its reply
-    parsed) and ``reference_f1`` (the answer against the judge row's reference: open-instruct's
+    the judge scored it), ``judge_reward`` (what the judge paid), ``judge_format_failure`` (its
+    reply did not parse) and ``reference_f1`` (the answer against the judge row's reference: open-instruct's
     F1, an independent measure of the same rows). ``client`` stands in for the judge the
     settings name (tests, benchmarks)."""
     n = len(solution_strs)
@@ -346,6 +361,7 @@ def compute_score(
         for i, score in zip(where, found.scores, strict=True):
             judged[i] = score
 
+    item_of = dict(zip(where, items, strict=True))  # rollout index -> what the judge saw
     results = []
     for i, rollout in enumerate(rollouts):
         cut_before = sum(box.counts[s] for s in ("too_long", "timeout", "error"))
@@ -355,7 +371,8 @@ def compute_score(
         cut = sum(box.counts[s] for s in ("too_long", "timeout", "error")) - cut_before
         earned = rewards.earned[0]
         holds = r1_format_holds(rollout.response) if rules.r1_style_format != "off" else True
-        is_judged = i in set(where)
+        item = item_of.get(i)
+        is_judged = item is not None
         row = {
             "score": rewards.scores[0],
             "verifiable_reward": sum(v for k, v in earned.items() if k != JUDGE),
@@ -363,7 +380,6 @@ def compute_score(
             "verifier_cut_short": float(cut),
             "judged": float(is_judged),
             "judge_reward": earned.get(JUDGE, 0.0),
-            "judge_valid": float(judged[i] is not None) if is_judged else 1.0,
             "judge_format_failure": float(is_judged and judged[i] is None),
             "reference_f1": (
                 reference_f1(rollout.response, items[where.index(i)].reference)

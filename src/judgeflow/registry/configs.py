@@ -12,6 +12,7 @@ from pathlib import Path
 
 from judgeflow.config import ConfigError, RunConfig, load_config
 from judgeflow.registry.models import TAG_MODE, ModelRegistry
+from judgeflow.registry.paying_judge import TAG_REWARD_JUDGE, pin_judge
 from judgeflow.tracking import Tracker, git_commit
 
 __all__ = ["judge_tags", "resolve_config"]
@@ -53,6 +54,8 @@ def resolve_config(
         mode = mode or info.tags.get(TAG_MODE)
         recipe = recipe or info.tags.get("judgeflow.recipe")
         recorded = _recorded_evaluation(info.run_id, tracking_uri) if not profile else []
+        if paid_by := info.tags.get(TAG_REWARD_JUDGE):  # a judge-paid policy: its own judge
+            recorded.append(f"reward.judge={paid_by}")
     if not mode:
         raise ConfigError(f"{model}: say which judge it is with --mode pointwise|pairwise|grrm")
     recipe = recipe or {"grrm": "grrm-rlvr", "rlvr": "rlvr"}.get(mode, f"grpo-{mode}")
@@ -60,6 +63,7 @@ def resolve_config(
     if tracking_uri:
         base.append(f"tracking.tracking_uri={tracking_uri}")
     cfg = load_config(recipe, profile=profile, overrides=[*base, *recorded, *overrides])
+    cfg, _ = pin_judge(cfg)  # a judge-paid policy is measured by the judge version that paid it
     return cfg, model_uri, version
 
 

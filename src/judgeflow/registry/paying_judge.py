@@ -44,7 +44,9 @@ class PayingJudge:
 
     def tags(self) -> dict[str, str]:
         """The lineage a policy's MLflow run and registered version carry."""
-        tags = {TAG_REWARD_JUDGE: self.ref, TAG_REWARD_JUDGE_MODE: self.mode}
+        from judgeflow.config.redaction import strip_credentials
+
+        tags = {TAG_REWARD_JUDGE: strip_credentials(self.ref), TAG_REWARD_JUDGE_MODE: self.mode}
         if self.run_id:
             tags[TAG_REWARD_JUDGE_RUN] = self.run_id
         if self.data_hash:
@@ -52,7 +54,14 @@ class PayingJudge:
         return tags
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Plain values for the run summary (a flow's return value): URLs without credentials."""
+        from judgeflow.config.redaction import strip_credentials
+
+        out = asdict(self)
+        for key in ("ref", "url", "weights"):
+            if out[key]:
+                out[key] = strip_credentials(out[key])
+        return out
 
 
 def _recorded_max_new_tokens(run_id: str | None, tracking_uri: str | None) -> int | None:

@@ -1,6 +1,6 @@
 """The paying judge of a judge-paid policy on Slurm with verl, served inside the train job's
-allocation: `mlflow models serve` of the registered judge version (or of an MLflow model the job
-writes around a judge given by its weights) on the head node's last
+allocation: `mlflow models serve` of an MLflow model the job writes around the judge's weights (a
+pipeline pins `reward.judge` to the registered version's weights) on the head node's last
 `reward.judge_gpus` GPUs (the policy's Ray cluster is started on the others), listening where
 verl's batch reward manager calls it (`engines.verl.served_judge_url`). Started before verl,
 stopped after it, its log beside the job's.
@@ -55,12 +55,16 @@ def judge_server_command(cfg: RunConfig, run_dir: str | Path = "<run-dir>") -> l
     if not _serves_a_judge(cfg):
         return None
     from judgeflow.engines.verl import SERVED_JUDGE_PORT
+    from judgeflow.inference.judge_reward import SERVED_JUDGE_TIMEOUT_S
 
     judge = cfg.reward.judge or ""
     model = judge if judge.startswith("models:/") else str(_wrapped(run_dir, judge))
     mlflow = str(Path(sys.executable).parent / "mlflow")
+    # -t: MLflow's scoring server ends a request after 60 s by default; a batch of long judge
+    # replies takes longer, and the client (`ServedJudge`) waits as long as this
     return [mlflow, "models", "serve", "-m", model, "--env-manager", "local",
-            "-h", "127.0.0.1", "-p", str(SERVED_JUDGE_PORT), "-w", "1"]  # fmt: skip
+            "-h", "127.0.0.1", "-p", str(SERVED_JUDGE_PORT), "-w", "1",
+            "-t", str(int(SERVED_JUDGE_TIMEOUT_S))]  # fmt: skip
 
 
 def judge_server_gpus(cfg: RunConfig) -> str:
