@@ -120,7 +120,7 @@ def _a_policy_paid_by_the_champion(tracking: str) -> None:
     names the judge version that paid it, and so does the registered policy and `judgeflow
     models`."""
     command = [str(REPO / ".venv" / "bin" / "judgeflow"), "run", "rlvr-judged", "--profile",
-               "tiny", "--set", "grpo.max_steps=6", "--set", "sft.num_train_epochs=1"]  # fmt: skip
+               "tiny", "--set", "grpo.max_steps=6", "--set", "sft.enabled=false"]  # fmt: skip
     proc = subprocess.run(command, cwd=REPO, env=_user_environment(), stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     output = proc.stdout + proc.stderr

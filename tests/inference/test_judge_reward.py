@@ -163,7 +163,12 @@ def test_the_real_tiny_model_as_an_untrained_judge_pays_nothing_and_counts_it(
         [[REFERENCE]] * n,
         extras,
         **RULES,
-        **{**JUDGE, "judge_weights": str(tiny_model), "judge_mode": mode},
+        **{
+            **JUDGE,
+            "judge_weights": str(tiny_model),
+            "judge_mode": mode,
+            "judge_max_new_tokens": 4,
+        },
     )
     assert [r["score"] for r in out] == [0.0] * n
     assert [r["judge_format_failure"] for r in out] == [1.0] * n
@@ -176,7 +181,8 @@ def test_trl_scores_a_steps_rollouts_with_the_judge_at_once_and_logs_its_parts(
     probes that log what the judge paid, its format failures and reference_f1 on its rows."""
     from judgeflow.engines.trl import map_trl_logs, reward_functions
 
-    rules = {**RULES, **JUDGE, "judge_weights": str(tiny_model), "judge_mode": "pointwise"}
+    rules = {**RULES, **JUDGE, "judge_weights": str(tiny_model), "judge_mode": "pointwise",
+             "judge_max_new_tokens": 4}  # fmt: skip
     functions = reward_functions("rlvr", rlvr_rules=rules, stop_token_ids={0})
     names = [f.__name__ for f in functions]
     assert names == ["rlvr", "format_failure", "verifiable_correct", "judge_reward",
