@@ -13,13 +13,22 @@ import pytest
 from judgeflow.config import ConfigError, list_recipes, load_config
 from judgeflow.engines.trl import _grpo_config, params_from
 
+#: A judge-paid recipe as a pipeline runs it: `reward.judge` pinned to a version's weights.
+PINNED_JUDGE = ["reward.judge=/store/runs/judge/final", "reward.judge_mode=pointwise",
+                "reward.judge_max_new_tokens=24"]  # fmt: skip
+
+
+def pinned(recipe: str) -> list[str]:
+    return PINNED_JUDGE if load_config(recipe).reward.paid_by_judge else []
+
+
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "trl"
 UPDATE_GOLDEN = os.environ.get("JUDGEFLOW_UPDATE_GOLDEN") == "1"
 
 
 @pytest.mark.parametrize("recipe", list_recipes())
 def test_recipe_maps_onto_the_golden_trl_params(recipe: str) -> None:
-    params = params_from(load_config(recipe, overrides=["engine=trl"]), "/out")
+    params = params_from(load_config(recipe, overrides=["engine=trl", *pinned(recipe)]), "/out")
     text = json.dumps(asdict(params), indent=2, sort_keys=True) + "\n"
     golden = GOLDEN / f"{recipe}.json"
     if UPDATE_GOLDEN:
