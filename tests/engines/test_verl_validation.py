@@ -478,3 +478,6 @@ def test_verls_batch_manager_pays_through_a_served_judge(
     info = out["reward_extra_info"]
     assert list(info["judged"]) == [1.0, 1.0, 1.0]
     assert list(info["judge_format_failure"]) == [1.0, 1.0, 1.0]
+    # the server was asked, not skipped: 3 rows in requests of 2 (verl loaded the module by path)
+    clients = list(sys.modules["custom_module"]._clients.values())
+    assert [(type(c).__name__, c.calls) for c in clients] == [("ServedJudge", 2)]

@@ -150,10 +150,13 @@ def test_rows_without_a_judge_dataset_keep_their_verifiers_and_the_gate_holds() 
 
 @pytest.mark.parametrize("mode", ["pointwise", "pairwise", "grrm"])
 def test_the_real_tiny_model_as_an_untrained_judge_pays_nothing_and_counts_it(
-    tiny_model: Path, mode: str
+    tiny_model: Path, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The tiny random model never writes a verdict: every judged rollout is paid 0 and counted
     as the judge's format failure, in every mode, through real HF generation."""
+    from judgeflow.inference import judge_reward
+
+    monkeypatch.setattr(judge_reward, "_clients", {})  # this test's judge, made here
     n = 4
     extras = [{"dataset": ["judge"], "query": QUERY, "index": 0, "source_lang": "en",
                "target_lang": "fr"}] * n  # fmt: skip
@@ -172,6 +175,9 @@ def test_the_real_tiny_model_as_an_untrained_judge_pays_nothing_and_counts_it(
     )
     assert [r["score"] for r in out] == [0.0] * n
     assert [r["judge_format_failure"] for r in out] == [1.0] * n
+    # ...because the model answered, not because nothing asked it: one call of <= 3 rows a time
+    used = list(judge_reward._clients.values())
+    assert len(used) == 1 and used[0].calls == {"grrm": 1}.get(mode, 2)
 
 
 def test_trl_scores_a_steps_rollouts_with_the_judge_at_once_and_logs_its_parts(

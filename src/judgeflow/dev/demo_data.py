@@ -347,9 +347,15 @@ def _messages(prompt: str, verdict: str) -> dict[str, Any]:
 
 def write_demo_data(out_dir: str | Path, seed: int = 0) -> list[Path]:
     """Write the judge sample files and `grrm_tiny/{train,test}.jsonl` into `out_dir`."""
-    out = Path(out_dir)
     files = {FILES[name]: rows for name, rows in demo_rows(seed).items()}
     files |= {f"grrm_tiny/{split}.jsonl": rows for split, rows in grrm_rows(seed).items()}
+    return write_jsonl_files(out_dir, files)
+
+
+def write_jsonl_files(out_dir: str | Path, files: dict[str, list[dict[str, Any]]]) -> list[Path]:
+    """Each file (a name under `out_dir`) as JSON lines, whole or not at all (a temporary name,
+    then a rename); the demos' sample files are written by this one writer."""
+    out = Path(out_dir)
     written = []
     for name, rows in files.items():
         path = out / name

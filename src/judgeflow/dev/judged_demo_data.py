@@ -24,12 +24,17 @@ sees — says whether the answers got better too, or only the judge's opinion of
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any
 
-from judgeflow.dev.demo_data import N_SFT_QUESTIONS, N_VAL_QUESTIONS, SEEN_NON_ANSWERS, _questions
+from judgeflow.dev.demo_data import (
+    N_SFT_QUESTIONS,
+    N_VAL_QUESTIONS,
+    SEEN_NON_ANSWERS,
+    _questions,
+    write_jsonl_files,
+)
 
 __all__ = ["DATASET", "FILES", "TEACHER_HELPS", "demo_rows", "write_demo_data"]
 
@@ -78,14 +83,4 @@ def demo_rows(seed: int = 0) -> dict[str, list[dict[str, Any]]]:
 
 def write_demo_data(out_dir: str | Path) -> list[Path]:
     """Write the three files into `out_dir` (the shipped ones live in `samples/rlvr_judged/`)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, rows in demo_rows().items():
-        path = out / name
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-        tmp = path.with_suffix(".jsonl.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-        written.append(path)
-    return written
+    return write_jsonl_files(out_dir, demo_rows())

@@ -22,11 +22,12 @@ scores them on the held-out rows beside the trained policies.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from judgeflow.dev.demo_data import write_jsonl_files
 
 __all__ = ["FILES", "RULES", "VAL_SHARE", "demo_rows", "write_demo_data"]
 
@@ -120,17 +121,7 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
 
 def write_demo_data(out_dir: str | Path) -> list[Path]:
     """Write the three files into `out_dir` (the shipped ones live in `samples/rlvr/`)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, rows in demo_rows().items():
-        path = out / name
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-        tmp = path.with_suffix(".jsonl.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-        written.append(path)
-    return written
+    return write_jsonl_files(out_dir, demo_rows())
 
 
 def _options(question: str) -> tuple[str, str]:

@@ -38,8 +38,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from judgeflow.rewards.rlvr.compose import JUDGE, Rollout, compose, r1_format_holds
-from judgeflow.rewards.rlvr.score import sandbox_for, split_settings
+from judgeflow.rewards.rlvr.compose import Rollout
+from judgeflow.rewards.rlvr.score import sandbox_for, score_rollout, split_settings
 from judgeflow.rewards.rlvr.verifiers import reference_f1, remove_thinking_section
 
 __all__ = [
@@ -301,10 +301,6 @@ def client_for(settings: Mapping[str, Any]) -> JudgeClient:
     return _clients[key]
 
 
-def _query(extra: Mapping[str, Any]) -> str:
-    return str(extra.get("query") or "")
-
-
 def compute_score(
     data_sources: Sequence[str],
     solution_strs: Sequence[str],
@@ -345,10 +341,10 @@ def compute_score(
             where.append(i)
             items.append(
                 JudgedItem(
-                    query=_query(extra),
+                    query=(query := str(extra.get("query") or "")),
                     answer=remove_thinking_section(response),
                     reference=reference,
-                    group=f"{extra.get('index', '')}\0{_query(extra)}",
+                    group=f"{extra.get('index', '')}\0{query}",
                     source_lang=extra.get("source_lang"),
                     target_lang=extra.get("target_lang"),
                 )
@@ -364,28 +360,12 @@ def compute_score(
     item_of = dict(zip(where, items, strict=True))  # rollout index -> what the judge saw
     results = []
     for i, rollout in enumerate(rollouts):
-        cut_before = sum(box.counts[s] for s in ("too_long", "timeout", "error"))
-        rewards = compose(
-            [rollout], rules, check=box.score, judged=[judged[i]], judge_datasets=routed
-        )
-        cut = sum(box.counts[s] for s in ("too_long", "timeout", "error")) - cut_before
-        earned = rewards.earned[0]
-        holds = r1_format_holds(rollout.response) if rules.r1_style_format != "off" else True
         item = item_of.get(i)
-        is_judged = item is not None
-        row = {
-            "score": rewards.scores[0],
-            "verifiable_reward": sum(v for k, v in earned.items() if k != JUDGE),
-            "valid_answer": float(holds),
-            "verifier_cut_short": float(cut),
-            "judged": float(is_judged),
-            "judge_reward": earned.get(JUDGE, 0.0),
-            "judge_format_failure": float(is_judged and judged[i] is None),
-            "reference_f1": (
-                reference_f1(rollout.response, items[where.index(i)].reference)
-                if is_judged
-                else 0.0
-            ),
+        row = score_rollout(rollout, rules, box, judged=judged[i], judge_datasets=routed)
+        row |= {
+            "judged": float(item is not None),
+            "judge_format_failure": float(item is not None and judged[i] is None),
+            "reference_f1": reference_f1(rollout.response, item.reference) if item else 0.0,
         }
         results.append(row)
     return results

@@ -17,12 +17,13 @@ in judgeflow's environment.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from typing import Any
 
-from judgeflow.rewards.rlvr.compose import RewardRules, Rollout, compose, r1_format_holds
+from judgeflow.rewards.rlvr.compose import JUDGE, RewardRules, Rollout, compose, r1_format_holds
 from judgeflow.rewards.rlvr.sandbox import VerifierSandbox
 
-__all__ = ["compute_score", "sandbox_for", "split_settings"]
+__all__ = ["compute_score", "sandbox_for", "score_rollout", "split_settings"]
 
 _RULE_FIELDS = {f.name for f in dataclasses.fields(RewardRules)}
 _SANDBOX_KEYS = {
@@ -30,6 +31,7 @@ _SANDBOX_KEYS = {
     "verifier_max_chars": "max_chars",
     "verifier_memory_mb": "memory_mb",
 }
+_CUT_SHORT = ("too_long", "timeout", "error")  # a check the sandbox stopped: paid 0, counted
 _sandboxes: dict[tuple[float, int, int], VerifierSandbox] = {}  # one child per bounds, reused
 
 
@@ -64,14 +66,31 @@ def compute_score(
     rules, bounds, finish = split_settings(kwargs)
     finish = str(kwargs.get("finish_reason") or extra.get("finish_reason") or "stop")
     rollout = Rollout(solution_str, ground_truth, extra.get("dataset") or data_source, finish)
-    box = sandbox_for(bounds)
-    cut_before = sum(box.counts[s] for s in ("too_long", "timeout", "error"))
-    rewards = compose([rollout], rules, check=box.score)
-    cut = sum(box.counts[s] for s in ("too_long", "timeout", "error")) - cut_before
-    holds = r1_format_holds(solution_str) if rules.r1_style_format != "off" else True
+    return score_rollout(rollout, rules, sandbox_for(bounds))
+
+
+def score_rollout(
+    rollout: Rollout,
+    rules: RewardRules,
+    box: VerifierSandbox,
+    *,
+    judged: float | None = None,
+    judge_datasets: Collection[str] = (),
+) -> dict[str, float]:
+    """One rollout's reward parts (`compute_score`'s); `judged` is a paying judge's score of
+    it when its dataset is one of `judge_datasets` (`compose`), paid as `judge_reward` and not
+    counted in `verifiable_reward` (`judge_reward`: present when a judge may pay)."""
+    cut_before = sum(box.counts[s] for s in _CUT_SHORT)
+    rewards = compose(
+        [rollout], rules, check=box.score, judged=[judged], judge_datasets=judge_datasets
+    )
+    cut = sum(box.counts[s] for s in _CUT_SHORT) - cut_before
+    holds = r1_format_holds(rollout.response) if rules.r1_style_format != "off" else True
+    earned = rewards.earned[0]
     return {
         "score": rewards.scores[0],
-        "verifiable_reward": rewards.metrics["verifiable_reward"],
+        "verifiable_reward": sum(v for k, v in earned.items() if k != JUDGE),
         "valid_answer": float(holds),
         "verifier_cut_short": float(cut),
+        **({"judge_reward": earned.get(JUDGE, 0.0)} if judge_datasets else {}),
     }
