@@ -11,7 +11,16 @@ from collections.abc import Iterator
 import pytest
 from sessions import MARK, of_this_session, processes
 
-SLEEP = [sys.executable, "-c", "import time; time.sleep(60)"]
+SLEEP = [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"]
+
+
+def start(env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """A sleeping child that has finished starting: until the kernel has set up the new program
+    (a moment after Popen returns, longer on a busy machine), /proc shows it with an empty
+    command line and environment."""
+    child = subprocess.Popen(SLEEP, env=env, stdout=subprocess.PIPE)
+    assert child.stdout is not None and child.stdout.readline() == b"up\n"
+    return child
 
 
 @pytest.fixture
@@ -21,16 +30,17 @@ def started() -> Iterator[list[subprocess.Popen[bytes]]]:
     for child in children:
         child.kill()
         child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
 
 
 def test_a_started_process_is_of_this_session_and_an_unmarked_one_is_not(
     started: list[subprocess.Popen[bytes]],
 ) -> None:
     unmarked = {k: v for k, v in os.environ.items() if k != MARK}
-    ours = subprocess.Popen(SLEEP)
-    other = subprocess.Popen(SLEEP, env=unmarked)
-    in_job = subprocess.Popen(SLEEP, env={**unmarked, "SLURM_JOB_ID": "7"})
-    started += [ours, other, in_job]
+    started.append(ours := start())
+    started.append(other := start(unmarked))
+    started.append(in_job := start({**unmarked, "SLURM_JOB_ID": "7"}))
     assert of_this_session(ours.pid)
     assert not of_this_session(other.pid) and not of_this_session(in_job.pid)
     seen = {p.pid: p for p in processes()}
