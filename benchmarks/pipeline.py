@@ -5,10 +5,12 @@
 In a fresh JUDGEFLOW_HOME (a temp dir): build the tiny model (`judgeflow dev tiny-model`, as
 `make demo`'s bootstrap does), then run `judgeflow run grpo-pointwise --profile tiny` twice. The
 first run is the demo; the second, on unchanged data, must take every stage from the cache. For
-each run: the wall time of the command, its phases from Prefect's log timestamps (CLI start →
-`Starting temporary server` → `Beginning flow run` → the flow's `Finished in state` → exit), and
-the stage rows of its `run-summary` artifact (StageRecorder: ran / cached, seconds), read from
-Prefect's SQLite database under the home. `--quick` turns SFT and evaluation off and trains one
+each run: the wall time of the command, its phases from the log's timestamps (command start →
+`Starting temporary server` → `Beginning flow run` → the flow's `Finished in state` → exit, and
+the server's own `up after` line: it starts while the command imports), the stage rows of its
+`run-summary` artifact (StageRecorder: ran / cached, seconds), read from Prefect's SQLite
+database under the home, and the engines' training-loop seconds (`*/summary/runtime` in MLflow),
+which split a training stage into its loop and its start-up and hand-back. `--quick` turns SFT and evaluation off and trains one
 step, to check the measurement, not to report it.
 
 Also here, because the demo's `prepare` stage is where it shows: preparing the 40-row sample
@@ -46,10 +48,15 @@ _OUTSIDE = ("PREFECT_API_URL", "PREFECT_HOME", "PREFECT_PROFILES_PATH", "MLFLOW_
             "PREFECT_LOCAL_STORAGE_PATH", "PREFECT_MEMO_STORE_PATH")  # fmt: skip
 _LOG = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3}) \| \w+\s*\| (.*)$", re.MULTILINE)
 _MARKS = {
-    "server_starting": re.compile(r"^prefect - Starting temporary server"),
+    "server_starting": re.compile(r"^judgeflow - Starting temporary server"),
+    "server_up": re.compile(r"^judgeflow - Temporary server up after"),
     "flow_begins": re.compile(r"^Flow run '[^']+' - Beginning flow run"),
     "flow_finished": re.compile(r"^Flow run '[^']+' - Finished in state"),
 }
+_UP_AFTER = re.compile(r"judgeflow - Temporary server up after ([\d.]+) s")
+_RUN_ID = re.compile(r"MLflow run id : (\w+)")
+#: The training loop's own seconds (the engines' train_runtime), per stage of the run summary.
+_RUNTIME = {"sft": "sft/summary/runtime", "train": "train/summary/runtime"}
 SAMPLE = "openjudge_pointwise.jsonl"
 
 
@@ -64,7 +71,9 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def phases(log: str, start: float, end: float) -> dict[str, float]:
-    """Seconds per phase of a `judgeflow run`, from the wall clock and Prefect's log times."""
+    """Seconds per phase of a `judgeflow run`, from the wall clock and the log's times: the
+    command starts the temporary Prefect server first thing, imports while it starts, and
+    begins the flow once both are done; the server's own start-up is the line it logs."""
     day = dt.datetime.fromtimestamp(start).date()
     marks: dict[str, float] = {}
     for clock, message in _LOG.findall(log):
@@ -75,14 +84,35 @@ def phases(log: str, start: float, end: float) -> dict[str, float]:
             if name not in marks and pattern.search(message):
                 marks[name] = moment
     if len(marks) != len(_MARKS):
-        raise RuntimeError(f"Prefect log lines missing ({sorted(set(_MARKS) - set(marks))})")
+        raise RuntimeError(f"log lines missing ({sorted(set(_MARKS) - set(marks))})")
+    up = _UP_AFTER.search(log)
+    assert up is not None  # server_up was found
     return {
         "cli_start_s": marks["server_starting"] - start,
-        "server_start_s": marks["flow_begins"] - marks["server_starting"],
+        "server_start_s": float(up.group(1)),
+        "until_flow_s": marks["flow_begins"] - start,
         "flow_s": marks["flow_finished"] - marks["flow_begins"],
         "exit_s": end - marks["flow_finished"],
         "wall_s": end - start,
     }
+
+
+def training_loops(home: Path, log: str) -> dict[str, float]:
+    """The engines' own training-loop seconds (train_runtime) of the run, from MLflow's
+    database: a stage's time beyond it is start-up (job, imports, model and data loading) and
+    hand-back (saving, the result)."""
+    found = _RUN_ID.search(log)
+    if found is None:
+        raise RuntimeError("no 'MLflow run id' line in the output")
+    db = sqlite3.connect(f"file:{home / 'mlflow.db'}?mode=ro", uri=True)
+    try:
+        rows = dict(db.execute(
+            "SELECT key, value FROM latest_metrics WHERE run_uuid = ? AND key IN (?, ?)",
+            (found.group(1), *_RUNTIME.values()),
+        ).fetchall())  # fmt: skip
+    finally:
+        db.close()
+    return {stage: float(rows[key]) for stage, key in _RUNTIME.items() if key in rows}
 
 
 def run_summary(home: Path) -> list[dict[str, Any]]:
@@ -112,7 +142,8 @@ def judgeflow_run(home: Path, extra: list[str], label: str) -> dict[str, Any]:
     text = log_path.read_text(errors="replace")
     if done.returncode != 0:
         raise RuntimeError(f"judgeflow run ({label}) exited {done.returncode}:\n{text[-3000:]}")
-    return {"phases": phases(text, start, end), "stages": run_summary(home)}
+    return {"phases": phases(text, start, end), "stages": run_summary(home),
+            "training_loop_s": training_loops(home, text)}  # fmt: skip
 
 
 # --------------------------------------------------------------------------- prepare's overhead

@@ -1,5 +1,5 @@
 """`python -m judgeflow …` is the `judgeflow` command (used by stage jobs: no PATH needed)."""
 
-from judgeflow.cli.commands import app
+from judgeflow.cli import main
 
-app()
+main()

@@ -87,6 +87,13 @@ class Tracker:
         self._pending: list[Metric] = []
         self.outages = 0  # how many logging calls found the server unavailable
 
+    @staticmethod
+    def warm_up(tracking_uri: str | None = None) -> None:
+        """Open MLflow's store for `tracking_uri` (imports, database engine, schema check) ahead
+        of the first call: `judgeflow run` does it while Prefect's server starts. MLflow keeps
+        the store, so the flow's clients reuse it."""
+        _ = MlflowClient(resolve_tracking_uri(tracking_uri))._tracking_client.store
+
     @classmethod
     def start(
         cls,

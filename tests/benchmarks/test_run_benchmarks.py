@@ -80,6 +80,10 @@ def test_ray_and_pipeline_benchmarks_run_and_leave_nothing_behind(tmp_path: Path
     assert raw["demo-stages"]["prepare_40_rows"]["identical"] is True
     assert raw["demo-stages"]["prepare_40_rows"]["ours"]["rows"] == 40
     assert len(_rows(table, "ray-startup")) == 3
-    assert len(_rows(table, "cached-retrain")) == 5
-    stages = [row[2] for row in _rows(table, "demo-stages")]
+    assert len(_rows(table, "cached-retrain")) == 4
+    second = raw["cached-retrain"]["second"]["phases"]
+    assert 0 < second["server_start_s"] and second["until_flow_s"] < second["wall_s"]
+    stages = {row[2]: row for row in _rows(table, "demo-stages")}
     assert {"stage download", "stage prepare", "stage train"} <= set(stages), table
+    assert raw["demo-stages"]["first"]["training_loop_s"]["train"] > 0  # --quick: no SFT
+    assert "training loop" in stages["stage train"][6], table

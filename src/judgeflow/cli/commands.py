@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 from rich.console import Console
 
+from judgeflow.cli.local_prefect import ServerStartError, local_server, prefect_settings
 from judgeflow.config import ConfigError, list_profiles, list_recipes, load_config
 from judgeflow.config.hints import GRRM_FLAGS, JUDGE_FLAGS, config_override
 from judgeflow.modes import JUDGE_MODELS, JUDGE_MODES, MODES
@@ -408,25 +409,47 @@ def run_cmd(
     _checkout_on_path()
     home = judgeflow_home()
     interactive = sys.stdout.isatty()
-    _local_prefect_settings(home, quiet_console=interactive)
+    prefect_settings(home, quiet_console=interactive)
+    if cfg.mode == "grrm":
+        from flows.grrm import grrm
+
+        def pipeline() -> dict:
+            return grrm(recipe=recipe, stage=stage.value, profile=profile, overrides=set_)
+    elif cfg.mode == "rlvr" and cfg.reward.paid_by_judge:
+        from flows.rlvr_judged import rlvr_judged
+
+        def pipeline() -> dict:
+            return rlvr_judged(recipe=recipe, profile=profile, overrides=set_)
+    elif cfg.mode == "rlvr":
+        from flows.rlvr import rlvr
+
+        def pipeline() -> dict:
+            return rlvr(recipe=recipe, profile=profile, overrides=set_)
+    else:
+        from flows.judge_grpo import judge_grpo
+
+        judge_mode = cfg.mode  # pointwise or pairwise here
+
+        def pipeline() -> dict:
+            return judge_grpo(recipe=recipe, mode=judge_mode, profile=profile, overrides=set_)
+
     try:
+        if server := local_server():  # started by the console script while this imported
+            from judgeflow.tracking import Tracker
+
+            Tracker.warm_up(cfg.tracking.tracking_uri)  # meanwhile, on this core
+            from flows.temporary_server import without_heartbeats
+
+            try:
+                server.wait_until_up()
+            except ServerStartError as exc:
+                raise _fail(exc) from None
         with _progress_view(interactive):
-            if cfg.mode == "grrm":
-                from flows.grrm import grrm
-
-                summary = grrm(recipe=recipe, stage=stage.value, profile=profile, overrides=set_)
-            elif cfg.mode == "rlvr" and cfg.reward.paid_by_judge:
-                from flows.rlvr_judged import rlvr_judged
-
-                summary = rlvr_judged(recipe=recipe, profile=profile, overrides=set_)
-            elif cfg.mode == "rlvr":
-                from flows.rlvr import rlvr
-
-                summary = rlvr(recipe=recipe, profile=profile, overrides=set_)
+            if server:
+                with without_heartbeats():
+                    summary = pipeline()
             else:
-                from flows.judge_grpo import judge_grpo
-
-                summary = judge_grpo(recipe=recipe, mode=cfg.mode, profile=profile, overrides=set_)
+                summary = pipeline()
     except _user_errors() as exc:
         raise _fail(exc, config_override) from None
     _print_summary(summary, home)
@@ -462,11 +485,6 @@ def _secrets_out_of_parameters(overrides: list[str]) -> list[str]:
             item = f"cluster.secrets.{name}=env:{variable}"
         out.append(item)
     return out
-
-
-#: How long `judgeflow run` waits for Prefect's local server: a cold first start on a slow
-#: machine (no bytecode cached yet) has taken longer than Prefect's own 20 s default.
-PREFECT_STARTUP_TIMEOUT_S = 300
 
 
 @app.command("evaluate")
@@ -813,25 +831,6 @@ def _registered_names(registry: Any, name: str | None) -> list[str]:
     return [name]
 
 
-def _local_prefect_settings(home: Path, *, quiet_console: bool) -> None:
-    """Prefect's state under JUDGEFLOW_HOME, a start-up wait sized for a slow machine, and (on a
-    terminal, where progress bars show the run) only warnings from Prefect's console logger;
-    the task logs still reach the Prefect server. Explicit user settings win."""
-    prefect_home = Path(os.environ.setdefault("PREFECT_HOME", str(home / "prefect")))
-    os.environ.setdefault("PREFECT_MEMO_STORE_PATH", str(prefect_home / "memo_store.toml"))
-    os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", str(prefect_home / "storage"))
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault(
-        "DO_NOT_TRACK", "1"
-    )  # Prefect's client telemetry: a local run stays local
-    os.environ.setdefault(
-        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", str(PREFECT_STARTUP_TIMEOUT_S)
-    )
-    if quiet_console:
-        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
-    prefect_home.mkdir(parents=True, exist_ok=True)
-
-
 def _progress_view(interactive: bool):  # -> ContextManager
     """Progress bars on a terminal; nothing extra when the output is a file or a pipe."""
     from contextlib import nullcontext
@@ -928,7 +927,7 @@ def _print_summary(summary: dict, home: Path) -> None:
         )
     else:
         out.print(f"  MLflow : {summary.get('mlflow_url') or uri}")
-    if os.environ.get("PREFECT_API_URL"):
+    if os.environ.get("PREFECT_API_URL") and local_server() is None:
         out.print(
             f"  Prefect: {strip_credentials(os.environ['PREFECT_API_URL'].removesuffix('/api'))}"
         )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import warnings
 from collections.abc import Mapping
@@ -18,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from judgeflow.home import judgeflow_home
 from judgeflow.modes import Mode
 
 
@@ -728,11 +728,6 @@ def validate_config(raw: Mapping[str, Any]) -> RunConfig:
         return RunConfig.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(exc)) from None
-
-
-def judgeflow_home() -> Path:
-    """Where local state lives (tiny model, MLflow db, artifacts): $JUDGEFLOW_HOME or ./.judgeflow."""
-    return Path(os.environ.get("JUDGEFLOW_HOME", ".judgeflow")).absolute()
 
 
 def _check_keys(model: type[BaseModel], raw: Mapping[str, Any], prefix: str) -> None:

@@ -4,15 +4,25 @@ one evaluation found (confusion matrix, calibration, per-subset quality).
 matplotlib with the Agg backend (no display needed); each function writes one file and returns
 its path. Only the entry points that record a run call these; `write_evaluation_artifacts` is
 the one call that turns a `JudgeEvaluation` into files for a folder of artifacts.
+
+A figure is drawn once per content: each function's inputs (and this module's code and
+matplotlib's version) name a PNG kept under `$JUDGEFLOW_HOME/cache/figures/`, and the same
+inputs copy it instead of drawing again. A cached rerun logs the same pictures to its MLflow run
+without importing matplotlib (drawing them took most of such a run's flow time).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
+import os
 import re
-from collections.abc import Mapping, Sequence
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from judgeflow.evaluation.judge import JudgeEvaluation
@@ -27,8 +37,72 @@ __all__ = [
 ]
 
 Series = Sequence[tuple[int, float]]
+Plot = TypeVar("Plot", bound=Callable[..., Path])
+
+#: Figures kept in the cache; beyond this, the least recently written go first.
+CACHED_FIGURES = 512
 
 
+@functools.cache
+def _fingerprint() -> str:
+    """This module's code and matplotlib's version: a change to either draws anew."""
+    try:
+        mpl = version("matplotlib")
+    except PackageNotFoundError:  # pragma: no cover - a dependency of judgeflow
+        mpl = "?"
+    return hashlib.sha256(Path(__file__).read_bytes() + mpl.encode()).hexdigest()
+
+
+def _figure_cache() -> Path:
+    from judgeflow.home import judgeflow_home
+
+    return judgeflow_home() / "cache" / "figures"
+
+
+def _remembered(draw: Plot) -> Plot:
+    """`draw(data, path, **options)` drawn once per (function, data, options): later calls copy
+    the PNG it wrote. The cache is a speed-up only: a file that cannot be read or written there
+    falls back to drawing."""
+
+    @functools.wraps(draw)
+    def wrapper(data: Any, path: str | Path, **options: Any) -> Path:
+        text = json.dumps([draw.__name__, data, options, _fingerprint()], sort_keys=True,
+                          default=str, allow_nan=True)  # fmt: skip
+        cached = _figure_cache() / f"{hashlib.sha256(text.encode()).hexdigest()}.png"
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if cached.is_file():
+                _copy(cached, out)
+                return out
+        except OSError:
+            pass
+        draw(data, out, **options)
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            _copy(out, cached)
+            _prune(cached.parent)
+        except OSError:
+            pass
+        return out
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _copy(source: Path, target: Path) -> None:
+    """Whole or not at all: a temporary name beside the target, then a rename."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    shutil.copyfile(source, tmp)
+    tmp.replace(target)
+
+
+def _prune(folder: Path) -> None:
+    figures = sorted(folder.glob("*.png"), key=lambda p: p.stat().st_mtime)
+    for old in figures[:-CACHED_FIGURES]:
+        old.unlink(missing_ok=True)
+
+
+@_remembered
 def plot_curves(curves: Mapping[str, Series], path: str | Path, *, title: str) -> Path:
     """One panel per named series (step on x): reward, format-failure rate, SFT loss, …"""
     plt = _pyplot()
@@ -55,6 +129,7 @@ def plot_curves(curves: Mapping[str, Series], path: str | Path, *, title: str) -
     return _save(fig, plt, path)
 
 
+@_remembered
 def plot_comparison(rows: Sequence[Mapping[str, Any]], path: str | Path, *, title: str) -> Path:
     """Grouped bars: one group per metric, one bar per evaluation (before, sft, after)."""
     plt = _pyplot()
@@ -126,6 +201,7 @@ def write_evaluation_artifacts(
     return written
 
 
+@_remembered
 def plot_confusion_calibration(details: Mapping[str, Any], path: str | Path, *, title: str) -> Path:
     """Pointwise, two panels: the confusion matrix (true label × predicted score, plus format
     failures) with its counts, and calibration (mean true label per predicted score against the
@@ -180,6 +256,7 @@ def plot_confusion_calibration(details: Mapping[str, Any], path: str | Path, *, 
     return _save(fig, plt, path)
 
 
+@_remembered
 def plot_subsets(
     subsets: Sequence[Mapping[str, Any]],
     path: str | Path,
