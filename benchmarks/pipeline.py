@@ -131,13 +131,16 @@ def run_summary(home: Path) -> list[dict[str, Any]]:
     return [{k: r[k] for k in ("stage", "status", "duration_s")} for r in data]
 
 
-def judgeflow_run(home: Path, extra: list[str], label: str) -> dict[str, Any]:
+def judgeflow_run(
+    home: Path, extra: list[str], label: str, *, bin_dir: Path = BIN, cwd: Path | None = None
+) -> dict[str, Any]:
     """One `judgeflow run` in `home`: phases, stage rows and the log's tail on failure."""
-    log_path = home / f"{label}.log"
+    log_path = home.parent / f"{home.name}-{label}.log"
     with log_path.open("wb") as log:
         start = time.time()
-        done = subprocess.run([str(BIN / "judgeflow"), *DEMO, *extra], env=_env(home),
-                              stdout=log, stderr=subprocess.STDOUT, timeout=1800)  # fmt: skip
+        done = subprocess.run([str(bin_dir / "judgeflow"), *DEMO, *extra], env=_env(home),
+                              stdout=log, stderr=subprocess.STDOUT, timeout=1800,
+                              cwd=cwd)  # fmt: skip
         end = time.time()
     text = log_path.read_text(errors="replace")
     if done.returncode != 0:
@@ -212,24 +215,56 @@ def _left_behind(home: Path) -> list[str]:
 
 
 def measure(quick: bool) -> dict[str, Any]:
-    """Tiny model, prepare's overhead, then the demo command twice in one fresh home."""
-    home = Path(tempfile.mkdtemp(prefix="jfbench-home-"))
+    """Prepare's overhead, then the demo command twice: a full run does it as a newcomer does,
+    in a fresh clone of the commit (`git clone`, `./scripts/bootstrap`: a new .venv and the
+    tiny model, timed, then `make demo`'s command, then the same command again); `--quick`
+    in a fresh JUDGEFLOW_HOME with this checkout's .venv."""
+    root = Path(tempfile.mkdtemp(prefix="jfbench-home-"))
     info: dict[str, Any] = {"command": " ".join(["judgeflow", *DEMO, *(QUICK if quick else [])])}
+    homes = [root / "home", root / "clone" / ".judgeflow"]
     try:
-        subprocess.run([str(BIN / "judgeflow"), "dev", "tiny-model", str(home / "tiny-model")],
-                       env=_env(home), check=True, capture_output=True, timeout=600)  # fmt: skip
-        info["prepare_40_rows"] = prepare_overhead(home / "tiny-model", home, 1 if quick else 3)
+        info["prepare_40_rows"] = prepare_overhead(_tiny_model(root / "tokenizer"), root,
+                                                   1 if quick else 3)  # fmt: skip
+        if quick:
+            home, bin_dir, cwd = homes[0], BIN, None
+            home.mkdir()
+            subprocess.run([str(BIN / "judgeflow"), "dev", "tiny-model", str(home / "tiny-model")],
+                           env=_env(home), check=True, capture_output=True, timeout=600)  # fmt: skip
+        else:
+            cwd = root / "clone"
+            home, bin_dir = cwd / ".judgeflow", cwd / ".venv" / "bin"
+            info["fresh_clone"] = _fresh_clone(cwd, home)
         extra = QUICK if quick else []
-        info["first"] = judgeflow_run(home, extra, "first")
-        info["second"] = judgeflow_run(home, extra, "second")
+        info["first"] = judgeflow_run(home, extra, "first", bin_dir=bin_dir, cwd=cwd)
+        info["second"] = judgeflow_run(home, extra, "second", bin_dir=bin_dir, cwd=cwd)
         info["second_all_cached"] = all(s["status"] == "cached" for s in info["second"]["stages"])
     finally:
         time.sleep(1)  # a server shutting down as the CLI exits
-        info["left_behind"] = _left_behind(home)
-        shutil.rmtree(home, ignore_errors=True)
+        info["left_behind"] = [p for h in homes for p in _left_behind(h)]
+        shutil.rmtree(root, ignore_errors=True)
     if info["left_behind"]:
         raise RuntimeError("left behind (killed): " + "; ".join(info["left_behind"]))
     return info
+
+
+def _tiny_model(target: Path) -> Path:
+    subprocess.run([str(BIN / "judgeflow"), "dev", "tiny-model", str(target)],
+                   env=_env(target.parent), check=True, capture_output=True, timeout=600)  # fmt: skip
+    return target
+
+
+def _fresh_clone(clone: Path, home: Path) -> dict[str, Any]:
+    """`git clone` of this checkout's commit and `./scripts/bootstrap` in it, timed: what
+    `make demo` does before its command (a new .venv from the package registry's cache)."""
+    repo = Path(__file__).resolve().parents[1]
+    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True,
+                            capture_output=True, text=True).stdout.strip()  # fmt: skip
+    subprocess.run(["git", "clone", "--quiet", str(repo), str(clone)], check=True, timeout=600)
+    subprocess.run(["git", "-C", str(clone), "checkout", "--quiet", commit], check=True)
+    start = time.time()
+    subprocess.run(["./scripts/bootstrap"], cwd=clone, env=_env(home), check=True,
+                   capture_output=True, timeout=1800)  # fmt: skip
+    return {"commit": commit, "bootstrap_s": time.time() - start}
 
 
 def main() -> None:
