@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/judge_prepare.py               # 20,000 OpenJudge rows
     .venv/bin/python benchmarks/judge_prepare.py --rows 2000 --repeat 1
+    .venv/bin/python benchmarks/judge_prepare.py --growth 20000 1000000   # judgeflow alone
 
 The input is generated OpenJudge JSONL (several responses per query, labels 0-4, answers of a
 few hundred to ~2,000 characters). The baselines render the pointwise template of
@@ -17,7 +18,8 @@ They validate only what they need and write no report; judgeflow validates every
 writes the data report (duplicates, label histogram, sha256). They reuse `judge_prompt_hash`
 because the prompt hash is a definition, not an implementation. All write one train file
 (`val_fraction` 0); the rows are compared one by one. Measurement (subprocess per run, VmHWM
-peak RSS, median of repeats) is grrm_prepare.py's.
+peak RSS, median of repeats) is grrm_prepare.py's. `growth` measures judgeflow alone at growing
+input sizes: a streaming preparation's peak memory should barely grow with its input.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -249,10 +252,37 @@ def compare(rows: int, repeat: int, root: Path) -> dict[str, Any]:
     return results
 
 
+def growth(
+    sizes: Sequence[int] = (20_000, 1_000_000), root: Path | None = None
+) -> list[dict[str, Any]]:
+    """judgeflow's peak RSS and speed at each input size, one run each (a million rows is
+    ~1.4 GB of JSONL and takes a few minutes): a streaming preparation's memory should barely
+    grow with its input.
+
+    Per size, in order: `summarise`'s figures of the one run (`rows`, `seconds`, `rss_peak_kb`,
+    `rss_imports_kb`, …), `input_mib` and `rows_per_s`. Inputs are generated under `root` (a
+    temporary folder when None) and deleted, with their output, once measured.
+    """
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="jfbench-", dir=root) as tmp:
+        data, out = Path(tmp) / "openjudge.jsonl", Path(tmp) / "ours-judge.parquet"
+        for rows in sizes:
+            generate(data, rows)
+            run = summarise([measure("ours", data, out)])
+            run["input_mib"] = data.stat().st_size / 2**20
+            run["rows_per_s"] = run["rows"] / run["seconds"]
+            results.append(run)
+            for path in Path(tmp).iterdir():
+                path.unlink()
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
+    parser.add_argument("--growth", type=int, nargs="+", metavar="ROWS",
+                        help="only judgeflow's peak RSS and speed at each of these sizes")  # fmt: skip
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--impl", default="ours", help=argparse.SUPPRESS)
     parser.add_argument("--input", help=argparse.SUPPRESS)
@@ -260,6 +290,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.worker:
         worker(args)
+        return
+    if args.growth:
+        for r in growth(args.growth):
+            print(f"  {r['rows']:>9,} rows ({r['input_mib']:,.0f} MiB JSONL): {r['seconds']:.1f} s = "
+                  f"{r['rows_per_s']:,.0f} rows/s; peak RSS {r['rss_peak_kb'] / 1024:.0f} MiB")  # fmt: skip
         return
     with tempfile.TemporaryDirectory(prefix="jfbench-") as tmp:
         res = compare(args.rows, args.repeat, Path(tmp))

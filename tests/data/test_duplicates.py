@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
-from judgeflow.data.duplicates import PromptUnits, prompt_duplicates
+import numpy as np
+import pyarrow as pa
+
+from judgeflow.data.duplicates import PromptUnits, hash_array, prompt_duplicates
 
 
 def _where(split: str) -> Callable[[int], dict[str, Any]]:
@@ -59,3 +63,23 @@ def test_listing_is_capped_but_counts_are_complete() -> None:
 def test_no_reference_split_means_no_across() -> None:
     report = prompt_duplicates({"test": PromptUnits("group", ["a", "a"])})
     assert report["across"] == {} and report["within"]["test"]["count"] == 2
+
+
+def test_compact_hashes_report_as_lists_do() -> None:
+    """A large split passes its hashes as a numpy array of byte strings (`hash_array` makes one
+    from Arrow): the same report as from a list, whatever the pattern of repeats."""
+    rng = random.Random(0)
+    for _ in range(200):
+        names = [f"{rng.getrandbits(64):016x}" for _ in range(rng.randint(1, 30))]
+        train = [rng.choice(names) for _ in range(rng.randint(0, 120))]
+        val = [rng.choice(names) for _ in range(rng.randint(0, 60))]
+        listed = rng.randint(1, 6)
+        as_lists = {"train": PromptUnits("row", train, _where("train")),
+                    "val": PromptUnits("pair", val, _where("val"))}  # fmt: skip
+        compact = {"train": PromptUnits("row", hash_array(pa.array(train, pa.string())), _where("train")),
+                   "val": PromptUnits("pair", hash_array(pa.array(val, pa.string())), _where("val"))}  # fmt: skip
+        expected = prompt_duplicates(as_lists, listed=listed)
+        assert prompt_duplicates(compact, listed=listed) == expected
+    assert hash_array(pa.array(["ab", "abc"])).tolist() == [b"ab", b"abc"]  # lengths differ
+    assert hash_array(pa.array([], pa.string())).shape == (0,)
+    assert isinstance(hash_array(pa.chunked_array([["ab"], ["cd"]])), np.ndarray)

@@ -3,6 +3,9 @@ parsers give back exactly what was rendered."""
 
 from __future__ import annotations
 
+import random
+import unicodedata
+
 import pytest
 
 from judgeflow.data.grrm_template import parse_source_text, render_grrm_prompt
@@ -10,6 +13,7 @@ from judgeflow.data.prompt_hashes import (
     chat_prompt_hash,
     grrm_prompt_hash,
     judge_prompt_hash,
+    judge_prompt_hashes,
     normalise,
     row_prompt_hash,
     text_prompt_hash,
@@ -52,6 +56,34 @@ def test_other_text_is_not_a_judge_prompt() -> None:
 def test_normalisation_ignores_case_spacing_and_compatibility_forms() -> None:
     assert normalise("  Hello\tWORLD \n") == "hello world"
     assert normalise("ﬁne") == "fine"  # NFKC folds the ligature
+
+
+def _normalised_in_full(text: str) -> str:
+    """`normalise` by its definition, without the shortcut for plain ASCII text."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def test_the_ascii_shortcut_normalises_exactly_as_the_definition() -> None:
+    every_ascii = [chr(c) for c in range(128)]
+    texts = [f"{a}{c}{b}" for c in every_ascii for a in ("", "A", " ") for b in ("", "z", " ")]
+    pieces = ["a", "B", " ", "  ", "\t", "\n", "\r\n", "\x0b", "\x1c", "\x1f", "\x00", "ß", "ﬁ",
+              "\u00a0", "\u2003", "İ"]  # fmt: skip
+    rng = random.Random(0)
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 8))) for _ in range(5000)]
+    for text in texts:
+        assert normalise(text) == _normalised_in_full(text), repr(text)
+
+
+def test_batch_hashes_are_the_single_hashes() -> None:
+    queries = ["Same?", "Same?", "same ?", "Ünï  cödé", "x"]
+    first = ["A b", "tab\there", "ﬁne", "", "y"]
+    second = ["z", "A b", "two  spaces", "ok", "Y"]
+    assert judge_prompt_hashes(queries, first) == [
+        judge_prompt_hash(q, [r]) for q, r in zip(queries, first, strict=True)
+    ]
+    assert judge_prompt_hashes(queries, first, second) == [
+        judge_prompt_hash(q, [a, b]) for q, a, b in zip(queries, first, second, strict=True)
+    ]
 
 
 def test_judge_hash_is_order_and_case_insensitive_but_content_sensitive() -> None:

@@ -41,10 +41,8 @@ from judgeflow.data.prepare import (
     judge_prompt_units,
     output_paths,
     prepare_judge,
-    prompt_lengths,
-    render_messages,
-    to_verl_row,
 )
+from judgeflow.data.prompt_tokens import prompt_lengths
 from judgeflow.data.readers import (
     DroppedRow,
     InputFormat,
@@ -69,6 +67,7 @@ from judgeflow.data.templates import (
     render_pairwise,
     render_pointwise,
 )
+from judgeflow.data.verl_rows import render_messages, to_verl_row
 
 __all__ = [
     "GRRM_PROMPT_HEAD",

@@ -3,12 +3,13 @@
 Readers turn heterogeneous source rows (OpenJudge, raw RewardBench2) into these records so the
 rest of the pipeline never looks at source-specific column names. `Origin` keeps enough to trace
 an example back to the exact file, row and (for RewardBench2) chosen/rejected response.
+`prepare` reads them a batch at a time as columns (`ExampleBatch`), the same fields.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 Preference = Literal["A", "B"]
 
@@ -65,3 +66,52 @@ class PairwiseExample:
 
 
 Example = PointwiseExample | PairwiseExample
+
+
+@dataclass
+class ExampleBatch:
+    """Consecutive examples of one file as columns: one list per field, one entry per example.
+
+    Pointwise examples fill `responses` and leave `responses_b` empty; pairwise examples fill
+    both (A, then B). `labels` holds helpfulness labels or preferences.
+    """
+
+    file: str
+    pairwise: bool
+    queries: list[str] = field(default_factory=list)
+    responses: list[str] = field(default_factory=list)
+    responses_b: list[str] = field(default_factory=list)
+    labels: list[Any] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    rows: list[int] = field(default_factory=list)
+    ids: list[str | None] = field(default_factory=list)
+    subsets: list[str | None] = field(default_factory=list)
+    chosen_index: list[int | None] = field(default_factory=list)
+    rejected_index: list[int | None] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    def examples(self) -> list[Example]:
+        """The batch as `Example` records."""
+        origins = [
+            Origin(self.file, row, row_id, subset, chosen, rejected)
+            for row, row_id, subset, chosen, rejected in zip(
+                self.rows, self.ids, self.subsets, self.chosen_index, self.rejected_index,
+                strict=True,
+            )
+        ]  # fmt: skip
+        if self.pairwise:
+            return [
+                PairwiseExample(query, a, b, label, source, origin)
+                for query, a, b, label, source, origin in zip(
+                    self.queries, self.responses, self.responses_b, self.labels, self.sources,
+                    origins, strict=True,
+                )
+            ]  # fmt: skip
+        return [
+            PointwiseExample(query, response, label, source, origin)
+            for query, response, label, source, origin in zip(
+                self.queries, self.responses, self.labels, self.sources, origins, strict=True
+            )
+        ]

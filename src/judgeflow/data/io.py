@@ -7,6 +7,11 @@ is untouched and the temporary file is removed. URLs (`s3://…`, `memory://…`
 where object stores publish an object only when it is closed; on failure we discard it when the
 filesystem supports that.
 
+Several files that belong together (a prepared split, its twin, their report) are written side
+by side as they are produced (`staged_files`) and published together at the end, the way
+`atomic_write_many` publishes bytes already in memory: only a large input's batches are ever in
+memory, never a whole output.
+
 A local output location that cannot take the file (disk full, read-only, a file where a
 directory should be: `OutputWriteError.is_output_problem`) raises `OutputWriteError` naming
 the destination, so the user reads which file and what to do instead of a traceback; other OS
@@ -18,8 +23,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -183,6 +189,136 @@ def atomic_write_many(files: Sequence[tuple[PathLike, bytes]]) -> None:
     for path, data in files:
         if is_url(path):
             atomic_write_bytes(path, data)
+
+
+class StagedFiles:
+    """Temporary files for destinations known up front, created on first `open` and published
+    by `publish` in the destinations' order (those never opened are skipped), or discarded.
+
+    A local file is staged in its destination's directory and published like
+    `atomic_write_many`: all are synced, then renamed in order. A URL's bytes are staged in a
+    local temporary file and uploaded at `publish`, after the local files, in order.
+    """
+
+    def __init__(self, destinations: Sequence[PathLike]) -> None:
+        self._order = [os.fspath(d) for d in destinations]
+        self._open: dict[str, tuple[IO[bytes], str | None]] = {}  # dest -> (handle, temp name)
+
+    def open(self, path: PathLike) -> IO[bytes]:
+        """The staged file of `path` (one of the destinations), opened for binary writing."""
+        name = os.fspath(path)
+        if name not in self._order or name in self._open:
+            raise ValueError(f"{name}: not a destination, or opened already")
+        if is_url(name):
+            spool = cast(IO[bytes], tempfile.TemporaryFile())  # noqa: SIM115 (closed by us)
+            self._open[name] = (spool, None)
+            return spool
+        dest = local_path(name)
+        with _output_errors(dest):
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+        raw = os.fdopen(fd, "wb")
+        self._open[name] = (raw, tmp_name)
+        return cast(IO[bytes], _GuardedWrites(raw, dest))
+
+    def publish(self) -> None:
+        names = [name for name in self._order if name in self._open]
+        local = [name for name in names if self._open[name][1] is not None]
+        for name in local:
+            raw = self._open[name][0]
+            with _output_errors(local_path(name)):
+                raw.flush()
+                os.fsync(raw.fileno())
+                raw.close()
+        for name in local:
+            with _output_errors(local_path(name)):
+                os.replace(cast(str, self._open[name][1]), local_path(name))
+            del self._open[name]
+        for name in [name for name in names if name not in local]:
+            spool = self._open[name][0]
+            spool.seek(0)
+            with atomic_writer(name) as handle:
+                shutil.copyfileobj(spool, handle, 1 << 20)
+            spool.close()
+            del self._open[name]
+
+    def discard(self) -> None:
+        """Remove every staged file not published."""
+        for raw, tmp_name in self._open.values():
+            with contextlib.suppress(OSError):  # a full disk fails the flush; the file goes anyway
+                raw.close()
+            if tmp_name is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp_name)
+        self._open.clear()
+
+
+@contextlib.contextmanager
+def staged_files(destinations: Sequence[PathLike]) -> Iterator[StagedFiles]:
+    """`StagedFiles` for `destinations`, published when the block ends without an error and
+    discarded when it raises (then no destination has changed)."""
+    staged = StagedFiles(destinations)
+    try:
+        yield staged
+        staged.publish()
+    finally:
+        staged.discard()
+
+
+class HashingSink:
+    """A write-only file object that hashes what passes through (no second read of the output)."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self._handle = handle
+        self._digest = hashlib.sha256()
+        self._position = 0
+        self.closed = False
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data)
+        self._digest.update(view)
+        self._handle.write(view)
+        self._position += view.nbytes
+        return view.nbytes
+
+    def tell(self) -> int:
+        return self._position
+
+    def flush(self) -> None:
+        self._handle.flush()
+
+    def close(self) -> None:  # the handle's owner closes it
+        self.closed = True
+
+    def writable(self) -> bool:
+        return True
+
+    def hexdigest(self) -> str:
+        return self._digest.hexdigest()
+
+
+def parquet_writer_options(schema: pa.Schema, unique: Collection[str]) -> dict[str, list[str]]:
+    """`ParquetWriter` options per column. Columns named in `unique` (leaf names: long texts,
+    hashes) hold a different value in almost every row: no dictionary (a failed try only costs
+    time) and no min/max statistics (footer bytes no reader uses). Short strings (roles,
+    sources, languages) get a dictionary."""
+    short = [(path, leaf) for path, leaf in _leaves(schema) if leaf.name not in unique]
+    return {
+        "use_dictionary": [path for path, leaf in short if pa.types.is_string(leaf.type)],
+        "write_statistics": [path for path, _ in short],
+    }
+
+
+def _leaves(fields: Iterable[pa.Field], prefix: str = "") -> Iterator[tuple[str, pa.Field]]:
+    """(parquet column path, field) of every leaf, e.g. `messages.list.element.role`."""
+    for field in fields:
+        path = f"{prefix}{field.name}"
+        if pa.types.is_struct(field.type):
+            yield from _leaves(field.type, f"{path}.")
+        elif pa.types.is_list(field.type):
+            yield from _leaves([field.type.value_field.with_name("element")], f"{path}.list.")
+        else:
+            yield path, field
 
 
 @contextlib.contextmanager

@@ -10,6 +10,15 @@ belongs together.
 Order of work: read + validate -> length filter -> split -> position balancing -> write. Nothing
 is dropped silently: every source row is written or listed in the report with a reason.
 
+The input is streamed: read, validated, filtered, rendered (`verl_rows`) and written
+(`judge_splits`) a batch of `BATCH_SIZE` examples at a time, so memory does not grow with the
+input beyond a few bytes per example (the prompt hashes of the duplicates section). A split or
+balancing needs the whole input's queries or counts before the first row is placed, so with
+`val_fraction > 0` or `balance_positions` a first pass reads and filters the input to plan them
+(per example: a query digest and whether it is kept), and a second pass writes. Invalid rows
+are all reported, as before: reading goes on to the end of the input, and an error making the
+output (loading the tokenizer, writing) is raised only after them.
+
 Pairwise validation data holds both A/B orders: each example becomes two consecutive rows, its
 own order (`swapped` false) then swapped (preference flipped), sharing `extra_info.pair`, so
 evaluation can measure swap consistency and position bias. That is the `val_fraction` split,
@@ -26,37 +35,38 @@ import math
 import os
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import judgeflow
-from judgeflow.data.duplicates import PromptUnits, prompt_duplicates
+from judgeflow.data.duplicates import PromptUnits, hash_array, prompt_duplicates
 from judgeflow.data.errors import DataError
-from judgeflow.data.examples import Example, PairwiseExample, PointwiseExample
-from judgeflow.data.io import (
-    PathLike,
-    atomic_write_many,
-    exists,
-    open_binary,
-    parquet_bytes,
-    remove,
+from judgeflow.data.examples import Example, ExampleBatch
+from judgeflow.data.io import PathLike, exists, open_binary, remove, staged_files
+from judgeflow.data.judge_splits import SplitFiles
+from judgeflow.data.prompt_hashes import normalise
+from judgeflow.data.prompt_tokens import (  # noqa: F401  (two importable from here, as before)
+    LengthFilter,
+    _declared_tokenizer_class,
+    load_tokenizer,
+    prompt_lengths,
 )
-from judgeflow.data.prompt_hashes import judge_prompt_hash, normalise
-from judgeflow.data.readers import DroppedRow, InputFormat, ReadResult, read_examples
-from judgeflow.data.templates import render_pairwise, render_pointwise
+from judgeflow.data.readers import InputFormat, ReadLog, read_batches
+from judgeflow.data.verl_rows import examples_table
 from judgeflow.modes import JUDGE_MODES, JudgeMode
 
 #: How many dropped rows the report lists individually (all are counted).
 MAX_LISTED_DROPS = 50
-#: Conversations per `apply_chat_template` call when measuring prompt lengths.
-TOKENIZE_BATCH = 256
+#: Examples read, rendered and written at a time (one parquet row group of each split).
+BATCH_SIZE = 1024
 REPORT_SCHEMA_VERSION = 1
 
-ABILITY: dict[JudgeMode, str] = {"pointwise": "judge/pointwise", "pairwise": "judge/pairwise"}
 DROP_REASONS = ("tie", "invalid", "prompt_too_long")
 
 
@@ -79,210 +89,27 @@ def output_paths(output: PathLike) -> tuple[str, str, str]:
     return name, f"{stem}.val.parquet", f"{stem}.report.json"
 
 
-# --------------------------------------------------------------------------- verl rows
-
-
-def _schema(mode: JudgeMode) -> pa.Schema:
-    """One fixed schema per mode, so every row (and an empty split) has identical structs."""
-    if mode == "pointwise":
-        truth = pa.struct([("helpfulness", pa.int64())])
-        label: pa.DataType = pa.int64()
-    else:
-        truth = pa.struct([("preference", pa.string())])
-        label = pa.string()
-    message = pa.struct([("role", pa.string()), ("content", pa.string())])
-    extra = pa.struct(
-        [
-            ("split", pa.string()),
-            ("index", pa.int64()),
-            ("pair", pa.int64()),  # pairwise: the A/B twins of a both-orders split share it
-            ("source_file", pa.string()),
-            ("source_row", pa.int64()),
-            ("source_id", pa.string()),
-            ("subset", pa.string()),
-            ("chosen_index", pa.int64()),
-            ("rejected_index", pa.int64()),
-            ("swapped", pa.bool_()),
-            ("label", label),
-            ("prompt_hash", pa.string()),
-        ]
-    )
-    return pa.schema(
-        [
-            ("data_source", pa.string()),
-            ("prompt", pa.list_(message)),
-            ("ability", pa.string()),
-            ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", truth)])),
-            ("extra_info", extra),
-        ]
-    )
-
-
-def render_messages(example: Example) -> list[dict[str, str]]:
-    """The chat messages verl will template: the judge prompt as the only user turn."""
-    if isinstance(example, PointwiseExample):
-        content = render_pointwise(example.query, example.response)
-    else:
-        content = render_pairwise(example.query, example.response_a, example.response_b)
-    return [{"role": "user", "content": content}]
-
-
-def example_prompt_hash(example: Example) -> str:
-    """The prompt hash of an example: its query and response(s), whatever their order."""
-    if isinstance(example, PointwiseExample):
-        return judge_prompt_hash(example.query, [example.response])
-    return judge_prompt_hash(example.query, [example.response_a, example.response_b])
-
-
-def to_verl_row(
-    example: Example, split: str, index: int, swapped: bool = False, pair: int | None = None
-) -> dict[str, Any]:
-    """One verl RL row (columns: docs/how-to/command-line.md, `prepare judge`); `pair` is None in
-    pointwise rows."""
-    origin = example.origin
-    truth: dict[str, Any]
-    label: int | str
-    if isinstance(example, PointwiseExample):
-        ability, truth, label = ABILITY["pointwise"], {"helpfulness": example.label}, example.label
-    else:
-        ability, truth = ABILITY["pairwise"], {"preference": example.preference}
-        label = example.preference
-    return {
-        "data_source": example.source,
-        "prompt": render_messages(example),
-        "ability": ability,
-        "reward_model": {"style": "rule", "ground_truth": truth},
-        "extra_info": {
-            "split": split,
-            "index": index,
-            "pair": pair,
-            "source_file": origin.file,
-            "source_row": origin.row,
-            "source_id": origin.id,
-            "subset": origin.subset,
-            "chosen_index": origin.chosen_index,
-            "rejected_index": origin.rejected_index,
-            "swapped": swapped,
-            "label": label,
-            "prompt_hash": example_prompt_hash(example),
-        },
-    }
-
-
-# --------------------------------------------------------------------------- length filter
-
-
-def load_tokenizer(tokenizer: Any) -> Any:
-    """A loaded HF tokenizer, or one loaded from a local path / hub id.
-
-    A local directory whose `tokenizer_config.json` names its class is loaded with the class
-    `AutoTokenizer` would pick for it, without importing `AutoTokenizer`: its module pulls in
-    transformers' generation utilities (torch's compiler, scikit-learn, SciPy), seconds of
-    imports that measuring prompts never uses and that made `prepare` of 40 rows take 3-20 s.
-    Anything else (a hub id, remote code, no class named) goes through `AutoTokenizer`.
-    """
-    if not isinstance(tokenizer, str | os.PathLike):
-        return tokenizer
-    path = os.fspath(tokenizer)
-    declared = _declared_tokenizer_class(path)
-    if declared is not None:
-        return declared.from_pretrained(path)
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(path)
-
-
-def _declared_tokenizer_class(path: str) -> Any:
-    """The class `AutoTokenizer.from_pretrained(path)` resolves from the directory's
-    `tokenizer_config.json` (`tokenizer_class`, its fast variant first), or None whenever it
-    would look further (no such file or class, `auto_map` remote code, a name we cannot find)."""
-    try:
-        with open(os.path.join(path, "tokenizer_config.json"), encoding="utf-8") as handle:
-            config = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    name = config.get("tokenizer_class") if isinstance(config, dict) else None
-    if not isinstance(name, str) or not name or "auto_map" in config:
-        return None
-    import transformers
-
-    for candidate in [name] if name.endswith("Fast") else [f"{name}Fast", name]:
-        try:
-            return getattr(transformers, candidate)
-        except Exception:  # not exported, or its module fails to import: AutoTokenizer decides
-            continue
-    return None
-
-
-def prompt_lengths(
-    tokenizer: Any,
-    conversations: Sequence[list[dict[str, str]]],
-    *,
-    chat_template_kwargs: dict[str, Any] | None = None,
-    batch_size: int = TOKENIZE_BATCH,
-) -> list[int]:
-    """Token counts of chat-templated prompts, measured exactly as verl's RLHFDataset does.
-
-    verl filters with `len(tokenizer.apply_chat_template(prompt, add_generation_prompt=True))`,
-    so that is what we count (in batches, which gives identical ids).
-    """
-    kwargs = chat_template_kwargs or {}
-    lengths: list[int] = []
-    for start in range(0, len(conversations), batch_size):
-        batch = list(conversations[start : start + batch_size])
-        ids = tokenizer.apply_chat_template(
-            batch, add_generation_prompt=True, tokenize=True, **kwargs
-        )
-        lengths.extend(len(seq) for seq in ids)
-    return lengths
-
-
-def _length_filter(
-    examples: list[Example],
-    tokenizer: Any,
-    max_prompt_length: int | None,
-    both_orders: bool,
-    chat_template_kwargs: dict[str, Any] | None,
-) -> tuple[list[Example], list[DroppedRow], list[int]]:
-    """Drop examples whose prompt exceeds `max_prompt_length` tokens.
-
-    With `both_orders` (position balancing, or a split written in both A/B orders) a pairwise
-    example may be written in either order, or both, so both are measured and the longer one
-    decides; the limit then holds whichever way it is written.
-    """
-    convs = [render_messages(ex) for ex in examples]
-    lengths = prompt_lengths(tokenizer, convs, chat_template_kwargs=chat_template_kwargs)
-    if both_orders:
-        swapped = [
-            render_messages(ex.swapped()) for ex in examples if isinstance(ex, PairwiseExample)
-        ]
-        other = prompt_lengths(tokenizer, swapped, chat_template_kwargs=chat_template_kwargs)
-        lengths = [max(a, b) for a, b in zip(lengths, other, strict=True)]
-    if max_prompt_length is None:
-        return examples, [], lengths
-    kept: list[Example] = []
-    kept_lengths: list[int] = []
-    dropped: list[DroppedRow] = []
-    for example, length in zip(examples, lengths, strict=True):
-        if length <= max_prompt_length:
-            kept.append(example)
-            kept_lengths.append(length)
-            continue
-        origin = example.origin
-        dropped.append(
-            DroppedRow(
-                file=origin.file,
-                row=origin.row,
-                reason="prompt_too_long",
-                detail=f"prompt is {length} tokens > max_prompt_length {max_prompt_length}",
-                chosen_index=origin.chosen_index,
-                rejected_index=origin.rejected_index,
-            )
-        )
-    return kept, dropped, kept_lengths
-
-
 # --------------------------------------------------------------------------- split + balance
+
+
+def _val_queries(n_queries: int, val_fraction: float, seed: int) -> np.ndarray:
+    """Which of `n_queries` queries (numbered in order of first appearance) go to validation.
+
+    They are shuffled with `random.Random(seed)` and the first `floor(F * Q + 0.5)` go to val (at
+    least 1 and at most Q - 1). A shuffle only permutes positions, so this is the choice of
+    shuffling the queries themselves.
+    """
+    if n_queries < 2:
+        raise DataError(
+            f"val_fraction={val_fraction} needs at least 2 distinct queries after filtering "
+            f"(equal up to case and spacing counts as one), got {n_queries}"
+        )
+    n_val = min(max(1, math.floor(val_fraction * n_queries + 0.5)), n_queries - 1)
+    order = list(range(n_queries))
+    random.Random(seed).shuffle(order)
+    chosen = np.zeros(n_queries, bool)
+    chosen[order[:n_val]] = True
+    return chosen
 
 
 def split_val(examples: Sequence[Example], val_fraction: float, seed: int) -> list[bool]:
@@ -299,16 +126,28 @@ def split_val(examples: Sequence[Example], val_fraction: float, seed: int) -> li
     if val_fraction <= 0:
         return [False] * len(examples)
     keys = [normalise(ex.query) for ex in examples]
-    queries = list(dict.fromkeys(keys))
-    if len(queries) < 2:
-        raise DataError(
-            f"val_fraction={val_fraction} needs at least 2 distinct queries after filtering "
-            f"(equal up to case and spacing counts as one), got {len(queries)}"
-        )
-    n_val = min(max(1, math.floor(val_fraction * len(queries) + 0.5)), len(queries) - 1)
-    random.Random(seed).shuffle(queries)
-    val_queries = set(queries[:n_val])
-    return [key in val_queries for key in keys]
+    numbers = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+    chosen = _val_queries(len(numbers), val_fraction, seed)
+    return [bool(chosen[numbers[key]]) for key in keys]
+
+
+def _query_digest(query: str) -> bytes:
+    """A normalised query as 16 bytes: how the planning pass tells queries apart."""
+    return hashlib.blake2b(
+        normalise(query).encode("utf-8", "surrogatepass"), digest_size=16
+    ).digest()
+
+
+def _val_flags(digests: bytes | bytearray, val_fraction: float, seed: int) -> np.ndarray:
+    """`split_val` for examples given by their `_query_digest`s, concatenated."""
+    keys = np.frombuffer(digests, dtype="S16")
+    if val_fraction <= 0:
+        return np.zeros(len(keys), bool)
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    number = np.empty(len(first), np.int64)
+    number[np.argsort(first, kind="stable")] = np.arange(len(first))  # by first appearance
+    chosen = _val_queries(len(first), val_fraction, seed)
+    return chosen[number[inverse.reshape(-1)]]
 
 
 def balance_swaps(n: int, seed: int, split: str) -> set[int]:
@@ -316,68 +155,45 @@ def balance_swaps(n: int, seed: int, split: str) -> set[int]:
     return set(random.Random(f"judgeflow-balance:{seed}:{split}").sample(range(n), n // 2))
 
 
-def split_rows(
-    members: Sequence[Example], split: str, both_orders: bool, swaps: set[int]
-) -> list[dict[str, Any]]:
-    """The verl rows of one split.
-
-    One order: one row per example, A/B swapped for the positions in `swaps`, `pair` = index.
-    Both orders (pairwise): two consecutive rows per example, its own order then swapped, both
-    with `pair` = the example's position; `index` stays the row's position in the split.
-    """
-    rows: list[dict[str, Any]] = []
-    for position, example in enumerate(members):
-        if not isinstance(example, PairwiseExample):
-            rows.append(to_verl_row(example, split, position))
-        elif both_orders:
-            rows.append(to_verl_row(example, split, len(rows), False, position))
-            rows.append(to_verl_row(example.swapped(), split, len(rows), True, position))
-        elif position in swaps:
-            rows.append(to_verl_row(example.swapped(), split, position, True, position))
-        else:
-            rows.append(to_verl_row(example, split, position, False, position))
-    return rows
-
-
 # --------------------------------------------------------------------------- prompt units
-
-
-def _units(extras: Sequence[dict[str, Any]]) -> PromptUnits:
-    """One unit per pair (its first row; pointwise: per row) from rows' `extra_info`."""
-    kept: list[dict[str, Any]] = []
-    pairs: set[int] = set()
-    for extra in extras:
-        pair = extra.get("pair")
-        if pair is not None:
-            if pair in pairs:
-                continue
-            pairs.add(pair)
-        kept.append(extra)
-
-    def where(i: int) -> dict[str, Any]:
-        extra = kept[i]
-        return {"file": extra["source_file"], "row": extra["source_row"], "index": extra["index"]}
-
-    return PromptUnits("pair" if pairs else "row", [e["prompt_hash"] for e in kept], where)
 
 
 def judge_prompt_units(path: PathLike) -> PromptUnits:
     """The prompt units of a file `prepare_judge` wrote (for duplicates across two
-    preparations, e.g. a `data.val_source` against the training source)."""
-    with open_binary(os.fspath(path)) as handle:
-        extras = pq.read_table(handle, columns=["extra_info"]).column("extra_info").to_pylist()
-    if extras and "prompt_hash" not in extras[0]:
-        raise DataError(f"{os.fspath(path)}: no extra_info.prompt_hash; prepare it again")
-    return _units(extras)
+    preparations, e.g. a `data.val_source` against the training source): one per pair (its
+    first row; pointwise: per row), read column by column."""
+    name = os.fspath(path)
+    with open_binary(name) as handle:
+        parquet = pq.ParquetFile(handle)
+        fields = [f.name for f in parquet.schema_arrow.field("extra_info").type]
+        if "prompt_hash" not in fields:
+            if parquet.metadata.num_rows:
+                raise DataError(f"{name}: no extra_info.prompt_hash; prepare it again")
+            return PromptUnits("row", [])
+        wanted = ("prompt_hash", "pair", "source_file", "source_row", "index")
+        table = parquet.read(columns=[f"extra_info.{n}" for n in wanted])
+    extra = pa.Table.from_struct_array(table.column("extra_info").combine_chunks())
+    pair = extra.column("pair").combine_chunks()
+    first = pc.is_null(pair).to_numpy(zero_copy_only=False).copy()
+    paired = np.flatnonzero(~first)
+    if len(paired):
+        values = pair.drop_null().to_numpy()
+        _, firsts = np.unique(values, return_index=True)
+        first[paired[firsts]] = True
+    keep = pa.array(first)
+    files = extra.column("source_file").filter(keep).combine_chunks().dictionary_encode()
+    names, codes = files.dictionary.to_pylist(), files.indices.to_numpy(zero_copy_only=False)
+    rows = extra.column("source_row").filter(keep).to_numpy()
+    index = extra.column("index").filter(keep).to_numpy()
+
+    def where(i: int) -> dict[str, Any]:
+        return {"file": names[codes[i]], "row": int(rows[i]), "index": int(index[i])}
+
+    hashes = hash_array(extra.column("prompt_hash").filter(keep))
+    return PromptUnits("pair" if len(paired) else "row", hashes, where)
 
 
 # --------------------------------------------------------------------------- report
-
-
-def _label_histogram(mode: JudgeMode, labels: list[Any]) -> dict[str, int]:
-    keys = [str(i) for i in range(5)] if mode == "pointwise" else ["A", "B"]
-    counts = Counter(str(label) for label in labels)
-    return {key: counts.get(key, 0) for key in keys}
 
 
 def _check_params(
@@ -421,6 +237,82 @@ def _tokenizer_name(tokenizer: Any) -> str | None:
     return str(getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__)
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """What both passes read and how they filter it: the preparation's input parameters."""
+
+    mode: JudgeMode
+    inputs: PathLike | Sequence[PathLike]
+    input_format: InputFormat
+    chosen_label: int
+    rejected_label: int
+    skip_invalid: bool
+    tokenizer: Any
+    max_prompt_length: int | None
+    measure_both: bool  # pairwise and written in either order: the longer one decides
+    chat_template_kwargs: dict[str, Any] | None
+
+    def batches(self, log: ReadLog) -> Iterator[ExampleBatch]:
+        return read_batches(
+            self.mode, self.inputs, log, input_format=self.input_format,
+            chosen_label=self.chosen_label, rejected_label=self.rejected_label,
+            batch_size=BATCH_SIZE,
+        )  # fmt: skip
+
+    def length_filter(self) -> tuple[LengthFilter | None, Exception | None]:
+        """The length filter (None without a tokenizer), or the error loading the tokenizer
+        (raised after the invalid rows)."""
+        if self.tokenizer is None:
+            return None, None
+        try:
+            tokenizer = load_tokenizer(self.tokenizer)
+        except Exception as exc:
+            return None, exc
+        return LengthFilter(
+            tokenizer, self.max_prompt_length, self.measure_both, self.chat_template_kwargs,
+            MAX_LISTED_DROPS,
+        ), None  # fmt: skip
+
+    def each_batch(
+        self,
+        log: ReadLog,
+        work: Callable[[ExampleBatch], None],
+        failed: Exception | None = None,
+    ) -> Exception | None:
+        """Hand every batch to `work` until a row is invalid (without `skip_invalid`: the run
+        will fail) or `work` fails; read to the end either way, so that every invalid row is
+        counted. Returns `work`'s error (or `failed`), for the caller to raise after those."""
+        for batch in self.batches(log):
+            if failed is not None or (log.invalid and not self.skip_invalid):
+                continue
+            try:
+                work(batch)
+            except Exception as exc:  # raised once the whole input has been read
+                failed = exc
+        return failed
+
+    def check(self, log: ReadLog, failed: Exception | None, lengths: LengthFilter | None) -> None:
+        """The errors of a finished pass, in the order a user should meet them."""
+        log.check(self.skip_invalid)
+        if failed is not None:
+            raise failed
+        if log.examples == (lengths.dropped if lengths is not None else 0):
+            raise DataError(_nothing_left_message(log, lengths))
+
+
+@dataclass
+class _Plan:
+    """What the planning pass decided, per example in reading order: whether it is kept
+    (`kept`: None when every one is) and, per kept one, whether it goes to validation; and which
+    members of each one-order split are swapped (`swaps`, a flag per member)."""
+
+    kept: bytearray | None
+    in_val: np.ndarray
+    swaps: dict[str, np.ndarray]
+    lengths: LengthFilter | None
+    log: ReadLog
+
+
 def prepare_judge(
     mode: JudgeMode,
     inputs: PathLike | Sequence[PathLike],
@@ -450,60 +342,154 @@ def prepare_judge(
     """
     _check_params(mode, val_fraction, balance_positions, both_orders, tokenizer, max_prompt_length)
     train_path, val_path, report_path = output_paths(output)
-    read = read_examples(
-        mode,
-        inputs,
-        input_format=input_format,
-        skip_invalid=skip_invalid,
-        chosen_label=chosen_label,
-        rejected_label=rejected_label,
+    measure_both = mode == "pairwise" and (balance_positions or both_orders or val_fraction > 0)
+    reading = _Reading(
+        mode, inputs, input_format, chosen_label, rejected_label, skip_invalid, tokenizer,
+        max_prompt_length, measure_both, chat_template_kwargs,
+    )  # fmt: skip
+    # Which splits hold both A/B orders (two rows per example).
+    twins = {"train": mode == "pairwise" and both_orders, "val": mode == "pairwise"}
+    plan = None
+    if val_fraction > 0 or balance_positions:
+        plan = _plan(reading, val_fraction, seed)
+        if balance_positions:
+            sizes = {"train": (~plan.in_val).sum(), "val": plan.in_val.sum()}
+            plan.swaps = {s: _swap_flags(int(n), seed, s) for s, n in sizes.items() if not twins[s]}
+    paths = {"train": train_path, "val": val_path} if val_fraction > 0 else {"train": train_path}
+    stale_val = "val" not in paths and exists(val_path)
+
+    with staged_files([train_path, val_path, report_path]) as staged, SplitFiles(staged) as out:
+        for split, path in paths.items():
+            out.add(split, path, mode, twins[split])
+        log, lengths = _write(reading, out, plan)
+        out.finish()
+        report = _report(
+            mode, log, lengths, out,
+            parameters={
+                "val_fraction": val_fraction,
+                "balance_positions": balance_positions,
+                "both_orders": both_orders,
+                "seed": seed,
+                "tokenizer": _tokenizer_name(tokenizer),
+                "max_prompt_length": max_prompt_length,
+                "input_format": input_format,
+                "skip_invalid": skip_invalid,
+                "chosen_label": chosen_label,
+                "rejected_label": rejected_label,
+                "chat_template_kwargs": chat_template_kwargs or {},
+            },
+            removed=[val_path] if stale_val else [],
+        )  # fmt: skip
+        # The data files and the report are published together, the report last.
+        text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+        staged.open(report_path).write(text.encode("utf-8"))
+    if stale_val:
+        remove(val_path)
+    return PrepareResult(
+        train_path=train_path,
+        val_path=paths.get("val"),
+        report_path=report_path,
+        report=report,
     )
-    examples = read.examples
-    length_drops: list[DroppedRow] = []
-    lengths: list[int] | None = None
-    tok = load_tokenizer(tokenizer) if tokenizer is not None else None
-    if tok is not None and examples:
-        measure_both = mode == "pairwise" and (balance_positions or both_orders or val_fraction > 0)
-        examples, length_drops, lengths = _length_filter(
-            examples, tok, max_prompt_length, measure_both, chat_template_kwargs
-        )
-    if not examples:
-        raise DataError(_nothing_left_message(read, length_drops))
 
-    in_val = split_val(examples, val_fraction, seed)
-    splits: dict[str, list[Example]] = {
-        "train": [ex for ex, v in zip(examples, in_val, strict=True) if not v],
-        "val": [ex for ex, v in zip(examples, in_val, strict=True) if v],
-    }
-    split_reports: dict[str, Any] = {}
-    units: dict[str, PromptUnits] = {}
-    payloads: list[tuple[str, bytes]] = []
-    for split, members in splits.items():
-        if split == "val" and val_fraction <= 0:
-            continue
-        twins = mode == "pairwise" and (split == "val" or both_orders)
-        swaps = (
-            balance_swaps(len(members), seed, split) if balance_positions and not twins else set()
-        )
-        rows = split_rows(members, split, twins, swaps)
-        path = train_path if split == "train" else val_path
-        payloads.append((path, parquet_bytes(pa.Table.from_pylist(rows, schema=_schema(mode)))))
-        units[split] = _units([r["extra_info"] for r in rows])
-        split_reports[split] = {
-            "path": path,
-            "rows": len(rows),
-            "pairs": len(members) if mode == "pairwise" else None,
-            "both_orders": twins,
-            "queries": len({ex.query for ex in members}),
-            "labels": _label_histogram(mode, [r["extra_info"]["label"] for r in rows]),
-            "swapped": sum(r["extra_info"]["swapped"] for r in rows),
-            "sha256": hashlib.sha256(payloads[-1][1]).hexdigest(),
-        }
-    stale_val = "val" not in split_reports and exists(val_path)
 
-    dropped = read.dropped + length_drops
-    by_reason = Counter(d.reason for d in dropped)
-    report: dict[str, Any] = {
+def _plan(reading: _Reading, val_fraction: float, seed: int) -> _Plan:
+    """The planning pass: read, validate and filter the whole input, and split it by query."""
+    log = ReadLog(listed_limit=MAX_LISTED_DROPS)
+    lengths, failed = reading.length_filter()
+    kept = bytearray() if lengths is not None and lengths.max_prompt_length is not None else None
+    digests = bytearray()  # a `_query_digest` per kept example
+
+    def plan(batch: ExampleBatch) -> None:
+        queries = batch.queries
+        if lengths is not None:
+            keep = lengths.keep(examples_table(batch, hashes=False), batch.file)
+            if kept is not None:
+                kept.extend(keep.tobytes())
+                queries = [q for q, k in zip(queries, keep.tolist(), strict=True) if k]
+        last, digest = None, b""
+        for query in queries:
+            if query != last:
+                last, digest = query, _query_digest(query)
+            digests.extend(digest)
+
+    reading.check(log, reading.each_batch(log, plan, failed), lengths)
+    return _Plan(kept, _val_flags(digests, val_fraction, seed), {}, lengths, log)
+
+
+def _write(
+    reading: _Reading, out: SplitFiles, plan: _Plan | None
+) -> tuple[ReadLog, LengthFilter | None]:
+    """The writing pass: every kept example to its split file (without a plan: all to train,
+    filtered here). Returns what the report needs of the reading."""
+    log = ReadLog(listed_limit=MAX_LISTED_DROPS)
+    lengths, failed = reading.length_filter() if plan is None else (plan.lengths, None)
+    built = placed = 0  # examples read, and kept, so far
+
+    def changed(file: str) -> DataError:
+        return DataError(f"{file} changed while it was being prepared; run again")
+
+    def write(batch: ExampleBatch) -> None:
+        nonlocal built, placed
+        examples = examples_table(batch)
+        if plan is None:
+            if lengths is not None:
+                examples = examples.filter(pa.array(lengths.keep(examples, batch.file)))
+            in_val = np.zeros(examples.num_rows, bool)
+        else:
+            if plan.kept is not None:
+                if built + len(batch) > len(plan.kept):
+                    raise changed(batch.file)
+                examples = examples.filter(
+                    pa.array(np.frombuffer(plan.kept, bool, len(batch), built))
+                )
+            in_val = plan.in_val[placed : placed + examples.num_rows]
+            if len(in_val) != examples.num_rows:
+                raise changed(batch.file)
+        built += len(batch)
+        placed += examples.num_rows
+        for split, file in out.files.items():
+            members = in_val if split == "val" else ~in_val
+            swaps = plan.swaps.get(split) if plan is not None else None
+            if swaps is not None:
+                swaps = swaps[file.examples : file.examples + int(members.sum())]
+            split_members = examples if members.all() else examples.filter(pa.array(members))
+            file.add(split_members, batch.file, swaps)
+
+    failed = reading.each_batch(log, write, failed)
+    if plan is None:
+        reading.check(log, failed, lengths)
+        return log, lengths
+    if failed is not None:
+        raise failed
+    planned = (plan.log.rows_read, plan.log.examples, len(plan.in_val))
+    if (log.rows_read, log.examples, placed) != planned:
+        raise DataError("the input changed while it was being prepared; run again")
+    return log, lengths
+
+
+def _swap_flags(n: int, seed: int, split: str) -> np.ndarray:
+    """`balance_swaps` as a flag per member."""
+    flags = np.zeros(n, bool)
+    flags[list(balance_swaps(n, seed, split))] = True
+    return flags
+
+
+def _report(
+    mode: JudgeMode,
+    log: ReadLog,
+    lengths: LengthFilter | None,
+    out: SplitFiles,
+    *,
+    parameters: dict[str, Any],
+    removed: list[str],
+) -> dict[str, Any]:
+    splits = {split: file.report() for split, file in out.files.items()}
+    too_long = lengths.dropped if lengths is not None else 0
+    listed = log.dropped + (lengths.listed if lengths is not None else [])
+    by_reason = {reason: log.by_reason[reason] for reason in DROP_REASONS}
+    by_reason["prompt_too_long"] = too_long
+    return {
         "schema_version": REPORT_SCHEMA_VERSION,
         "judgeflow_version": judgeflow.__version__,
         "mode": mode,
@@ -515,62 +501,39 @@ def prepare_judge(
                 "rows_used": s.rows_used,
                 "examples": s.examples,
             }
-            for s in read.inputs
+            for s in log.inputs
         ],
-        "formats": sorted({s.format for s in read.inputs if s.format is not None}),
-        "parameters": {
-            "val_fraction": val_fraction,
-            "balance_positions": balance_positions,
-            "both_orders": both_orders,
-            "seed": seed,
-            "tokenizer": _tokenizer_name(tokenizer),
-            "max_prompt_length": max_prompt_length,
-            "input_format": input_format,
-            "skip_invalid": skip_invalid,
-            "chosen_label": chosen_label,
-            "rejected_label": rejected_label,
-            "chat_template_kwargs": chat_template_kwargs or {},
-        },
+        "formats": sorted({s.format for s in log.inputs if s.format is not None}),
+        "parameters": parameters,
         "counts": {
-            "rows_read": read.rows_read,
+            "rows_read": log.rows_read,
             "rows_dropped": {"tie": by_reason["tie"], "invalid": by_reason["invalid"]},
-            "rows_used": read.rows_used,
-            "examples_built": len(read.examples),
-            "examples_dropped": {"prompt_too_long": by_reason["prompt_too_long"]},
-            "examples_written": {s: len(splits[s]) for s in split_reports},
-            "rows_written": {s: r["rows"] for s, r in split_reports.items()},
+            "rows_used": log.rows_used,
+            "examples_built": log.examples,
+            "examples_dropped": {"prompt_too_long": too_long},
+            "examples_written": {split: file.examples for split, file in out.files.items()},
+            "rows_written": {s: r["rows"] for s, r in splits.items()},
         },
         "dropped": {
-            "total": len(dropped),
-            "by_reason": {reason: by_reason[reason] for reason in DROP_REASONS},
+            "total": sum(by_reason.values()),
+            "by_reason": by_reason,
             "listed_limit": MAX_LISTED_DROPS,
-            "listed": [d.to_dict() for d in dropped[:MAX_LISTED_DROPS]],
+            "listed": [d.to_dict() for d in listed[:MAX_LISTED_DROPS]],
         },
-        "splits": {"train": split_reports["train"], "val": split_reports.get("val")},
-        "duplicates": prompt_duplicates(units),
-        "prompt_tokens": None
-        if lengths is None
-        else {"min": min(lengths), "max": max(lengths), "mean": sum(lengths) / len(lengths)},
-        "removed_stale_files": [val_path] if stale_val else [],
+        "splits": {"train": splits["train"], "val": splits.get("val")},
+        "duplicates": prompt_duplicates({s: file.units() for s, file in out.files.items()}),
+        "prompt_tokens": lengths.statistics() if lengths is not None else None,
+        "removed_stale_files": removed,
     }
-    text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
-    # The data files and the report are published together, the report last.
-    atomic_write_many([*payloads, (report_path, text.encode("utf-8"))])
-    if stale_val:
-        remove(val_path)
-    return PrepareResult(
-        train_path=train_path,
-        val_path=val_path if "val" in split_reports else None,
-        report_path=report_path,
-        report=report,
-    )
 
 
-def _nothing_left_message(read: ReadResult, length_drops: list[DroppedRow]) -> str:
-    dropped = read.dropped + length_drops
-    reasons = Counter(d.reason for d in dropped)
+def _nothing_left_message(log: ReadLog, lengths: LengthFilter | None) -> str:
+    dropped = log.dropped + (lengths.listed if lengths is not None else [])
+    reasons = Counter(log.by_reason)
+    if lengths is not None and lengths.dropped:
+        reasons["prompt_too_long"] = lengths.dropped
     summary = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items())) or "none"
-    sources = "" if read.rows_read else f" from {', '.join(s.path for s in read.inputs)}"
-    lines = [f"no examples left to write: read {read.rows_read} rows{sources}, dropped: {summary}"]
+    sources = "" if log.rows_read else f" from {', '.join(s.path for s in log.inputs)}"
+    lines = [f"no examples left to write: read {log.rows_read} rows{sources}, dropped: {summary}"]
     lines += [f"  {d.file}: row {d.row}: {d.reason}: {d.detail}" for d in dropped[:5]]
     return "\n".join(lines)

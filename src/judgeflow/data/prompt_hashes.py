@@ -29,6 +29,7 @@ __all__ = [
     "grrm_prompt_hash",
     "grrm_prompt_hashes",
     "judge_prompt_hash",
+    "judge_prompt_hashes",
     "normalise",
     "row_prompt_hash",
     "text_prompt_hash",
@@ -38,8 +39,23 @@ __all__ = [
 HASH_CHARS = 16
 
 
+#: Where an ASCII text may not be in `normalise`'s spacing already: two spaces, or a whitespace
+#: character other than the space (Python's `str.split` splits on `\x1c`-`\x1f` too).
+_IRREGULAR_SPACING = ("  ", "\n", "\t", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")
+
+
 def normalise(text: str) -> str:
-    """NFKC, case-folded, runs of whitespace collapsed to one space, ends trimmed."""
+    """NFKC, case-folded, runs of whitespace collapsed to one space, ends trimmed.
+
+    The common text is quicker: an ASCII text with regular spacing is its own NFKC form,
+    case-folds as it lower-cases and has no spacing to collapse.
+    """
+    if text.isascii() and text[:1] != " " and text[-1:] != " ":
+        for irregular in _IRREGULAR_SPACING:  # a loop, not `any()`: this runs per text
+            if irregular in text:
+                break
+        else:
+            return text.lower()
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
@@ -51,6 +67,30 @@ def _digest(kind: str, parts: Iterable[str]) -> str:
 def judge_prompt_hash(query: str, responses: Sequence[str]) -> str:
     """A judge prompt: query and responses, whatever order the responses are shown in."""
     return _digest("judge", [normalise(query), *sorted(normalise(r) for r in responses)])
+
+
+def judge_prompt_hashes(
+    queries: Sequence[str], responses: Sequence[str], responses_b: Sequence[str] | None = None
+) -> list[str]:
+    """`judge_prompt_hash` of every example of a batch (pointwise: `queries[i]`, `responses[i]`;
+    pairwise: also `responses_b[i]`), the same values; judge preparation hashes every example.
+
+    A query repeated from the example before (several responses to one query, a RewardBench2
+    row's expansions) is normalised once.
+    """
+    sha256 = hashlib.sha256
+    hashes: list[str] = []
+    last_query, last_key = None, ""
+    seconds = responses_b if responses_b is not None else [None] * len(responses)
+    for query, response, other in zip(queries, responses, seconds, strict=True):
+        if query != last_query:
+            last_query, last_key = query, normalise(query)
+        parts = [normalise(response)]
+        if other is not None:
+            parts = sorted([parts[0], normalise(other)])
+        blob = "\x00".join(["judge", last_key, *parts])  # as _digest joins
+        hashes.append(sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_CHARS])
+    return hashes
 
 
 def rlvr_prompt_hash(messages: Sequence[tuple[str, str]]) -> str:

@@ -34,9 +34,11 @@ from judgeflow.data.errors import DataError, DataValidationError, RowIssue
 from judgeflow.data.examples import Origin
 from judgeflow.data.io import PathLike, atomic_write_many, exists, parquet_bytes, remove
 from judgeflow.data.jsonl import not_an_object
-from judgeflow.data.prepare import PrepareResult, load_tokenizer, output_paths, prompt_lengths
+from judgeflow.data.judge_parsers import _got, _Invalid
+from judgeflow.data.prepare import PrepareResult, output_paths
 from judgeflow.data.prompt_hashes import rlvr_prompt_hash
-from judgeflow.data.readers import DroppedRow, InputSummary, _got, _Invalid, iter_records
+from judgeflow.data.prompt_tokens import load_tokenizer, prompt_lengths
+from judgeflow.data.readers import DroppedRow, InputSummary, iter_records
 from judgeflow.rewards.rlvr.if_functions import IF_FUNCTIONS
 from judgeflow.rewards.rlvr.verifiers import UnknownVerifier, resolve
 

@@ -83,8 +83,10 @@ def _split_template(template: str, names: tuple[str, ...]) -> list[str]:
     return pieces
 
 
-_POINTWISE_PIECES = _split_template(POINTWISE_TEMPLATE, ("query", "response"))
-_PAIRWISE_PIECES = _split_template(PAIRWISE_TEMPLATE, ("query", "response_a", "response_b"))
+#: The templates' literal text around their placeholders: a prompt is these pieces joined with
+#: the values in between (what `render_*` give; `verl_rows` joins them for a whole batch).
+POINTWISE_PIECES = _split_template(POINTWISE_TEMPLATE, ("query", "response"))
+PAIRWISE_PIECES = _split_template(PAIRWISE_TEMPLATE, ("query", "response_a", "response_b"))
 
 
 def _parse(content: str, pieces: list[str]) -> list[str] | None:
@@ -107,11 +109,11 @@ def parse_pointwise(content: str) -> tuple[str, str] | None:
     A query holding the template's own `# Response` line splits at its first occurrence; the
     prompt still renders back to `content`, only the boundary is ambiguous.
     """
-    values = _parse(content, _POINTWISE_PIECES)
+    values = _parse(content, POINTWISE_PIECES)
     return None if values is None else (values[0], values[1])
 
 
 def parse_pairwise(content: str) -> tuple[str, str, str] | None:
     """`(query, response_a, response_b)` of a pairwise judge prompt; None when it is not one."""
-    values = _parse(content, _PAIRWISE_PIECES)
+    values = _parse(content, PAIRWISE_PIECES)
     return None if values is None else (values[0], values[1], values[2])

@@ -2,47 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from judgeflow.data.io import atomic_writer
-
-
-class _HashingSink:
-    """A write-only file object that hashes what passes through (no second read of the output)."""
-
-    def __init__(self, handle: IO[bytes]) -> None:
-        self._handle = handle
-        self._digest = hashlib.sha256()
-        self._position = 0
-        self.closed = False
-
-    def write(self, data: Any) -> int:
-        view = memoryview(data)
-        self._digest.update(view)
-        self._handle.write(view)
-        self._position += view.nbytes
-        return view.nbytes
-
-    def tell(self) -> int:
-        return self._position
-
-    def flush(self) -> None:
-        self._handle.flush()
-
-    def close(self) -> None:  # the atomic writer owns the real handle
-        self.closed = True
-
-    def writable(self) -> bool:
-        return True
-
-    def hexdigest(self) -> str:
-        return self._digest.hexdigest()
+from judgeflow.data.io import HashingSink, atomic_writer, parquet_writer_options
 
 
 def _write_tables(
@@ -55,7 +21,7 @@ def _write_tables(
     published: raising there leaves nothing at `path`.
     """
     with atomic_writer(path) as handle:
-        sink = _HashingSink(handle)
+        sink = HashingSink(handle)
         writer = pq.ParquetWriter(sink, schema, **_writer_options(schema))
         try:
             # Encoding a table overlaps with rendering the next (Arrow releases the GIL); one
@@ -76,24 +42,5 @@ def _write_tables(
 
 
 def _writer_options(schema: pa.Schema) -> dict[str, list[str]]:
-    """Parquet options per column. The long texts (prompt and target contents, ground truths)
-    are unique per row: no dictionary (a failed try only costs time) and no min/max statistics
-    (footer bytes no reader uses). Short strings (roles, sources, languages) get a dictionary."""
-    long_texts = {"content", "ground_truth"}
-    short = [(path, leaf) for path, leaf in _leaves(schema) if leaf.name not in long_texts]
-    return {
-        "use_dictionary": [path for path, leaf in short if pa.types.is_string(leaf.type)],
-        "write_statistics": [path for path, _ in short],
-    }
-
-
-def _leaves(fields: Iterable[pa.Field], prefix: str = "") -> Iterator[tuple[str, pa.Field]]:
-    """(parquet column path, field) of every leaf, e.g. `messages.list.element.role`."""
-    for field in fields:
-        path = f"{prefix}{field.name}"
-        if pa.types.is_struct(field.type):
-            yield from _leaves(field.type, f"{path}.")
-        elif pa.types.is_list(field.type):
-            yield from _leaves([field.type.value_field.with_name("element")], f"{path}.list.")
-        else:
-            yield path, field
+    """The long texts (prompt and target contents, ground truths) are unique per row."""
+    return parquet_writer_options(schema, unique={"content", "ground_truth"})
