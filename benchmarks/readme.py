@@ -443,7 +443,51 @@ def gpu_check_torch(source: Path) -> str:
     return f"torch {_json(source)['packages']['torch']}"
 
 
+def _pipeline_raw(source: Path) -> Mapping[str, Any]:
+    raw = _json(source)["raw"]
+    return {"first": raw["demo-stages"], "second": raw["cached-retrain"]["second"]}
+
+
+def cached_rerun(source: Path) -> str:
+    """The cached second run's wall time and where it goes, in one sentence."""
+    second = _pipeline_raw(source)["second"]["phases"]
+    return (
+        f"{second['wall_s']:.1f} s from the command to the prompt (the Prefect server's start-up, "
+        f"{second['server_start_s']:.1f} s, while the command imports; then "
+        f"{second['flow_s']:.1f} s of flow and {second['exit_s']:.1f} s to exit)"
+    )
+
+
+def fresh_demo(source: Path) -> str:
+    """`make demo` in a fresh clone, phase by phase: a bullet list."""
+    demo = _pipeline_raw(source)["first"]
+    first, loops = demo["first"], demo["first"].get("training_loop_s", {})
+    stages = {row["stage"]: row["duration_s"] for row in first["stages"]}
+    lines = []
+    if clone := demo.get("fresh_clone"):
+        lines.append(f"- set-up (`./scripts/bootstrap`: a new `.venv`, the tiny model): "
+                     f"{clone['bootstrap_s']:.1f} s")  # fmt: skip
+    phase = first["phases"]
+    lines.append(
+        f"- `judgeflow run grpo-pointwise --profile tiny`: {phase['wall_s']:.1f} s; the Prefect "
+        f"server (a new database) answers after {phase['server_start_s']:.1f} s, started as the "
+        f"command starts, and the flow begins at {phase['until_flow_s']:.1f} s"
+    )
+    for stage, loop in loops.items():
+        if stage in stages:
+            lines.append(
+                f"- stage `{stage}`: {stages[stage]:.1f} s, of which the training loop "
+                f"{loop:.1f} s and start-up and hand-back (job, imports, model and data "
+                f"loading, saving) {stages[stage] - loop:.1f} s"
+            )
+    rest = sum(v for k, v in stages.items() if k not in loops)
+    lines.append(f"- every other stage together (prepare, evaluations, registry): {rest:.1f} s")
+    return "\n".join(lines)
+
+
 REGIONS: dict[str, Region] = {
+    "cached-rerun": Region("benchmarks/results.json", cached_rerun),
+    "fresh-demo": Region("benchmarks/results.json", fresh_demo),
     "benchmarks": Region("benchmarks/results.json", benchmarks_table),
     "quickstart-pointwise": Region("benchmarks/results/demo-pointwise.txt", fenced),
     "quickstart-pairwise": Region("benchmarks/results/demo-pairwise.txt", fenced),

@@ -10,7 +10,8 @@ rewrites the README's generated regions from it. `--quick` and `--only` runs wri
 only where `--json` says (`--quick` is recorded in it).
 
 Benchmarks (each module's docstring says exactly what it measures):
-  prepare-judge   prepare_judge vs pandas iterrows and batched pyarrow: rows/s, peak RSS, same rows
+  prepare-judge   prepare_judge vs pandas iterrows and batched pyarrow: rows/s, peak RSS, same
+                  rows; and judgeflow's peak RSS as the input grows (20,000 → 1,000,000 rows)
   prepare-grrm    GRRM SFT and RL preparation vs the same two baselines (grrm_prepare.py), and
                   judgeflow's peak RSS as the input grows
   rewards         compute_score calls/s per recipe: well-formed, malformed, long reasoning
@@ -113,7 +114,15 @@ def bench_prepare_judge(quick: bool) -> tuple[list[Row], dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="jfbench-") as tmp:
         res = judge_prepare.compare(rows, repeat, Path(tmp))
     case = f"pointwise, {rows:,} OpenJudge rows ({res['input_mib']:.1f} MiB JSONL)"
-    return _prep_rows("prepare-judge", case, res), res
+    sizes = (300, 6000) if quick else (20_000, 1_000_000)
+    res["growth"] = small, large = judge_prepare.growth(sizes)
+    grows = Row("prepare-judge", f"pointwise, {sizes[0]:,} → {sizes[1]:,} rows "
+                f"({small['input_mib']:,.0f} → {large['input_mib']:,.0f} MiB JSONL)",
+                "peak RSS as the input grows",
+                f"{_mib(small['rss_peak_kb'])} → {_mib(large['rss_peak_kb'])}", "", "",
+                f"{small['rows_per_s']:,.0f} → {large['rows_per_s']:,.0f} rows/s; "
+                "one run each")  # fmt: skip
+    return [*_prep_rows("prepare-judge", case, res), grows], res
 
 
 def bench_prepare_grrm(quick: bool) -> tuple[list[Row], dict[str, Any]]:

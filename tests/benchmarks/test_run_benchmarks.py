@@ -55,7 +55,7 @@ def test_data_and_reward_benchmarks_run_and_baselines_write_the_same_rows(
         assert res["identical"] == {"pandas": True, "pyarrow": True}
     assert judge["ours"]["rows"] == judge["pandas"]["rows"] == judge["pyarrow"]["rows"] == 300
     assert grrm["rl"]["ours"]["rows"] == grrm["rl"]["pyarrow"]["rows"] > 300  # augmented
-    for bench, count in (("prepare-judge", 4), ("prepare-grrm", 10), ("rewards", 9)):
+    for bench, count in (("prepare-judge", 5), ("prepare-grrm", 10), ("rewards", 9)):
         rows = _rows(table, bench)
         assert len(rows) == count, table
         assert all(row[3] and row[3] != "–" for row in rows), table
@@ -65,6 +65,8 @@ def test_data_and_reward_benchmarks_run_and_baselines_write_the_same_rows(
     assert {r[4].split("(")[-1] for r in speed} == {"pandas iterrows)", "batched pyarrow)"}
     growth = [r for r in _rows(table, "prepare-grrm") if r[2] == "peak RSS as the input grows"]
     assert [r[1].split(",")[0] for r in growth] == ["SFT", "RL"], table
+    judge_growth = [g["rows"] for g in judge["growth"]]
+    assert judge_growth == [300, 6000], judge["growth"]
 
 
 @pytest.mark.slow
@@ -82,7 +84,7 @@ def test_ray_and_pipeline_benchmarks_run_and_leave_nothing_behind(tmp_path: Path
     assert len(_rows(table, "ray-startup")) == 3
     assert len(_rows(table, "cached-retrain")) == 4
     second = raw["cached-retrain"]["second"]["phases"]
-    assert 0 < second["server_start_s"] and second["until_flow_s"] < second["wall_s"]
+    assert second["server_start_s"] > 0 and second["until_flow_s"] < second["wall_s"]
     stages = {row[2]: row for row in _rows(table, "demo-stages")}
     assert {"stage download", "stage prepare", "stage train"} <= set(stages), table
     assert raw["demo-stages"]["first"]["training_loop_s"]["train"] > 0  # --quick: no SFT
