@@ -359,3 +359,16 @@ def test_rewardbench2_expansions_are_distinct_prompts(
     assert (within["count"], within["prompts"]) == (2, 1)
     assert [o["index"] for o in within["listed"][0]["occurrences"]] == [0, 2]
     assert render_pointwise("question 0?", "good") != render_pointwise("question 0?", "GOOD ")
+
+
+def test_prompt_units_of_an_rlvr_file_are_its_rows(tmp_path: Path) -> None:
+    """An RLVR preparation has no `pair` column: every row is a unit (the rlvr recipes check a
+    data.val_source against their training file through these units)."""
+    from judgeflow.data.rlvr import prepare_rlvr
+
+    result = prepare_rlvr(sample_path("rlvr/tinyrlvr.jsonl"), tmp_path / "r.parquet")
+    units = judge_prompt_units(result.train_path)
+    rows = result.report["counts"]["rows_written"]["train"]
+    assert (units.unit, len(units.hashes)) == ("row", rows) and rows > 0
+    first = units.locate(0)
+    assert first["row"] is not None and str(first["file"]).endswith("tinyrlvr.jsonl")

@@ -170,24 +170,39 @@ def judge_prompt_units(path: PathLike) -> PromptUnits:
             if parquet.metadata.num_rows:
                 raise DataError(f"{name}: no extra_info.prompt_hash; prepare it again")
             return PromptUnits("row", [])
-        wanted = ("prompt_hash", "pair", "source_file", "source_row", "index")
+        # RLVR and other files have no `pair` (a row is its own unit); where a row came from
+        # is reported when the file says it.
+        wanted = [n for n in ("prompt_hash", "pair", "source_file", "source_row", "index")
+                  if n in fields]  # fmt: skip
         table = parquet.read(columns=[f"extra_info.{n}" for n in wanted])
     extra = pa.Table.from_struct_array(table.column("extra_info").combine_chunks())
-    pair = extra.column("pair").combine_chunks()
-    first = pc.is_null(pair).to_numpy(zero_copy_only=False).copy()
-    paired = np.flatnonzero(~first)
-    if len(paired):
-        values = pair.drop_null().to_numpy()
-        _, firsts = np.unique(values, return_index=True)
-        first[paired[firsts]] = True
+    first = np.ones(extra.num_rows, dtype=bool)
+    paired = np.array([], dtype=np.int64)
+    if "pair" in wanted:
+        pair = extra.column("pair").combine_chunks()
+        first = pc.is_null(pair).to_numpy(zero_copy_only=False).copy()
+        paired = np.flatnonzero(~first)
+        if len(paired):
+            values = pair.drop_null().to_numpy()
+            _, firsts = np.unique(values, return_index=True)
+            first[paired[firsts]] = True
     keep = pa.array(first)
-    files = extra.column("source_file").filter(keep).combine_chunks().dictionary_encode()
-    names, codes = files.dictionary.to_pylist(), files.indices.to_numpy(zero_copy_only=False)
-    rows = extra.column("source_row").filter(keep).to_numpy()
-    index = extra.column("index").filter(keep).to_numpy()
+    names: list[Any] = []
+    codes = rows = index = None
+    if "source_file" in wanted:
+        files = extra.column("source_file").filter(keep).combine_chunks().dictionary_encode()
+        names, codes = files.dictionary.to_pylist(), files.indices.to_numpy(zero_copy_only=False)
+    if "source_row" in wanted:
+        rows = extra.column("source_row").filter(keep).to_numpy()
+    if "index" in wanted:
+        index = extra.column("index").filter(keep).to_numpy()
 
     def where(i: int) -> dict[str, Any]:
-        return {"file": names[codes[i]], "row": int(rows[i]), "index": int(index[i])}
+        return {
+            "file": names[codes[i]] if codes is not None else None,
+            "row": int(rows[i]) if rows is not None else None,
+            "index": int(index[i]) if index is not None else None,
+        }
 
     hashes = hash_array(extra.column("prompt_hash").filter(keep))
     return PromptUnits("pair" if len(paired) else "row", hashes, where)
