@@ -228,8 +228,7 @@ def measure(quick: bool) -> dict[str, Any]:
         if quick:
             home, bin_dir, cwd = homes[0], BIN, None
             home.mkdir()
-            subprocess.run([str(BIN / "judgeflow"), "dev", "tiny-model", str(home / "tiny-model")],
-                           env=_env(home), check=True, capture_output=True, timeout=600)  # fmt: skip
+            _tiny_model(home / "tiny-model")
         else:
             cwd = root / "clone"
             home, bin_dir = cwd / ".judgeflow", cwd / ".venv" / "bin"

@@ -113,7 +113,7 @@ def test_every_package_says_what_it_holds() -> None:
 
 #: The core's layers, lowest first: a module imports from its own layer or one below, never above.
 LAYERS = [
-    {"judgeflow", "home", "modes", "rewards"},
+    {"judgeflow", "home", "modes", "parent_death", "rewards"},
     {"data"},
     {"config"},
     {"storage", "cluster"},

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from judgeflow.data.prepare import _declared_tokenizer_class, load_tokenizer, prompt_lengths
+from judgeflow.data.prompt_tokens import _declared_tokenizer_class, load_tokenizer, prompt_lengths
 from judgeflow.data.templates import render_pairwise, render_pointwise
 
 
@@ -64,7 +64,7 @@ def test_loading_a_tokenizer_does_not_import_generation_utilities(
 ) -> None:
     path = _saved(tiny_tokenizer, tmp_path / "tok", tokenizer_class="Qwen2Tokenizer")
     code = (
-        "import sys; from judgeflow.data.prepare import load_tokenizer; "
+        "import sys; from judgeflow.data.prompt_tokens import load_tokenizer; "
         f"load_tokenizer({str(path)!r}); "
         "print([m for m in ('transformers.generation', 'sklearn', 'torch._dynamo') "
         "if m in sys.modules])"

@@ -157,7 +157,7 @@ def test_prompts_over_the_limit_are_dropped_counted_and_listed(
     tmp_path: Path, tiny_tokenizer: Any
 ) -> None:
     """Counted as verl counts them: the chat-templated prompt's tokens."""
-    from judgeflow.data.prepare import prompt_lengths
+    from judgeflow.data.prompt_tokens import prompt_lengths
 
     long_question = "How many legs " + "does a very long-legged spider have " * 20 + "?"
     data = _write(tmp_path / "d.jsonl", [_row(), _row(long_question), _row("Q3")])

@@ -28,6 +28,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from judgeflow.parent_death import die_with_parent
+
 #: How long `judgeflow run` waits for the server: a cold first start on a slow machine (no
 #: bytecode cached yet) has taken longer than Prefect's own 20 s default. A value set in
 #: PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS wins.
@@ -61,15 +63,6 @@ def _log(message: str) -> None:
         return
     print(f"{dt.datetime.now():%H:%M:%S.%f}"[:12] + f" | INFO    | judgeflow - {message}",
           file=sys.stderr, flush=True)  # fmt: skip
-
-
-def _die_with_parent() -> None:
-    """In the child: SIGTERM when the CLI dies, even by SIGKILL (Linux; elsewhere a no-op)."""
-    import ctypes
-    import signal
-
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 class LocalPrefectServer:
@@ -112,7 +105,7 @@ class LocalPrefectServer:
             self._process = subprocess.Popen(
                 command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 pass_fds=(sock.fileno(),),
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                preexec_fn=die_with_parent if sys.platform == "linux" else None,
             )  # fmt: skip
         self._started = time.monotonic()
         _log(f"Starting temporary server on http://127.0.0.1:{self.port}")

@@ -14,7 +14,6 @@ LLaMA-Factory and verl engines.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -28,17 +27,13 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
+from judgeflow.parent_death import die_with_parent
+
 #: Environment variable every process of a tree inherits; stop() finds stragglers by it.
 TREE_ENV = "JUDGEFLOW_PROC_TREE"
 _POLL_S = 0.1
 
 Log = Callable[[str], None]
-
-
-def _set_pdeathsig() -> None:
-    """In the child: get SIGTERM if the starting process dies, even by SIGKILL (Linux only)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _proc_ids(pid: int) -> tuple[int, int] | None:
@@ -122,7 +117,7 @@ class ProcessTree:
             stdout=stdout,
             stderr=stderr if stdout is not None else None,
             start_new_session=True,
-            preexec_fn=_set_pdeathsig,
+            preexec_fn=die_with_parent,
         )
         return cls(name, proc, marker, temp_dir)
 

@@ -51,12 +51,7 @@ from judgeflow.data.examples import Example, ExampleBatch
 from judgeflow.data.io import PathLike, exists, open_binary, remove, staged_files
 from judgeflow.data.judge_splits import SplitFiles
 from judgeflow.data.prompt_hashes import normalise
-from judgeflow.data.prompt_tokens import (  # noqa: F401  (two importable from here, as before)
-    LengthFilter,
-    _declared_tokenizer_class,
-    load_tokenizer,
-    prompt_lengths,
-)
+from judgeflow.data.prompt_tokens import LengthFilter, load_tokenizer
 from judgeflow.data.readers import InputFormat, ReadLog, read_batches
 from judgeflow.data.verl_rows import examples_table
 from judgeflow.modes import JUDGE_MODES, JudgeMode

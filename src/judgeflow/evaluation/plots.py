@@ -16,9 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import re
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -66,6 +64,8 @@ def _remembered(draw: Plot) -> Plot:
 
     @functools.wraps(draw)
     def wrapper(data: Any, path: str | Path, **options: Any) -> Path:
+        from judgeflow.data.io import atomic_write_bytes
+
         text = json.dumps([draw.__name__, data, options, _fingerprint()], sort_keys=True,
                           default=str, allow_nan=True)  # fmt: skip
         cached = _figure_cache() / f"{hashlib.sha256(text.encode()).hexdigest()}.png"
@@ -73,27 +73,20 @@ def _remembered(draw: Plot) -> Plot:
         out.parent.mkdir(parents=True, exist_ok=True)
         try:
             if cached.is_file():
-                _copy(cached, out)
+                atomic_write_bytes(out, cached.read_bytes())
                 return out
         except OSError:
             pass
         draw(data, out, **options)
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)
-            _copy(out, cached)
+            atomic_write_bytes(cached, out.read_bytes())
             _prune(cached.parent)
         except OSError:
             pass
         return out
 
     return wrapper  # type: ignore[return-value]
-
-
-def _copy(source: Path, target: Path) -> None:
-    """Whole or not at all: a temporary name beside the target, then a rename."""
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    shutil.copyfile(source, tmp)
-    tmp.replace(target)
 
 
 def _prune(folder: Path) -> None:
