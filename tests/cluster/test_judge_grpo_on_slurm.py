@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from mlflow.tracking import MlflowClient
+from waits import HANG_GUARD_S
 
 if TYPE_CHECKING:
     from conftest import SlurmCluster
@@ -41,9 +42,22 @@ def _slurm_overrides(mlflow_server: str, *extra: str) -> list[str]:
     ]
 
 
+#: Accounting states of a job that has not ended yet.
+_ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "RESIZING"}
+
+
 def _jobs(cluster: SlurmCluster, name: str, since: str) -> list[tuple[str, str]]:
-    out = cluster.run("sacct", "-X", "-n", "-P", "-S", since, "--name", name, "-o", "JobID,State")
-    return [tuple(line.split("|", 1)) for line in out.strip().splitlines() if line]  # type: ignore[misc]
+    """(job id, state) of the jobs named `name` since `since`, once none is still active: the
+    command that followed a job returns when the job's result is read, and slurmdbd records the
+    job's end a moment later."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while True:
+        out = cluster.run("sacct", "-X", "-n", "-P", "-S", since, "--name", name,
+                          "-o", "JobID,State")  # fmt: skip
+        jobs = [tuple(line.split("|", 1)) for line in out.strip().splitlines() if line]
+        if not any(state in _ACTIVE for _, state in jobs) or time.monotonic() > deadline:
+            return jobs  # type: ignore[return-value]
+        time.sleep(0.5)
 
 
 def _queue(cluster: SlurmCluster, name: str) -> list[str]:
