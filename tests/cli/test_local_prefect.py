@@ -1,8 +1,9 @@
 """`judgeflow run`'s temporary Prefect server (judgeflow.cli.local_prefect) and the console
 script around the typer app (judgeflow.cli.launch): the server answers on the port it was
 handed, dies with the command however the command ends, and a server that cannot start is an
-error that names its log. The cached rerun that these make fast is timed by
-benchmarks/pipeline.py, not here; tests/test_quickstart.py runs the whole command."""
+error that names its log, and the server is started as Prefect starts its own. The cached rerun
+that these make fast is timed by benchmarks/pipeline.py, not here; tests/test_quickstart.py runs
+the whole command."""
 
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ import textwrap
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
 import pytest
 from waits import HANG_GUARD_S
 
-from judgeflow.cli.local_prefect import LocalPrefectServer, ServerStartError
+from judgeflow.cli.local_prefect import LocalPrefectServer, ServerStartError, prefect_settings
 
 BIN = Path(sys.executable).parent
 
@@ -111,3 +114,122 @@ def test_the_console_script_keeps_exit_codes_and_output(tmp_path: Path) -> None:
                            capture_output=True, text=True, timeout=120)  # fmt: skip
     assert help_.returncode == 0 and "recipe" in help_.stdout.lower()
     assert not (tmp_path / "prefect").exists()  # `run --help` starts no server
+
+
+class _Exited:
+    """Stands in for a started process: it has exited."""
+
+    def poll(self) -> int:
+        return 0
+
+    def terminate(self) -> None:
+        pass
+
+    def wait(self, timeout: float | None = None) -> int:
+        return 0
+
+
+def _record_starts(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], dict[str, Any]]]:
+    """What `subprocess.Popen` is asked to start from now on (arguments, keywords); nothing runs."""
+    calls: list[tuple[list[str], dict[str, Any]]] = []
+
+    def popen(*args: Any, **kwargs: Any) -> _Exited:
+        calls.append((list(kwargs.pop("args", None) or args[0]), kwargs))
+        return _Exited()
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    return calls
+
+
+def _uvicorn_options(argv: list[str]) -> dict[str, Any]:
+    """uvicorn's own reading of a command line (every option, defaults included)."""
+    from uvicorn.main import main as uvicorn_command  # the click command `-m uvicorn` runs
+
+    assert argv[1:3] == ["-m", "uvicorn"], argv
+    return dict(uvicorn_command.make_context("uvicorn", argv[3:]).params)
+
+
+def _resolved_settings(env: dict[str, str]) -> dict[str, Any]:
+    """The Prefect settings a process started with exactly `env` resolves."""
+    from prefect.settings import Settings
+
+    with mock.patch.dict(os.environ, env, clear=True):
+        return Settings().model_dump()
+
+
+def test_the_server_is_started_as_prefect_starts_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """local_prefect copies Prefect's private start-up from SubprocessASGIServer: the uvicorn
+    command, the app factory, and the internal variables (PREFECT__SERVER_EPHEMERAL, ...) that
+    turn the server's background services off. A Prefect upgrade that changes them fails here,
+    instead of judgeflow silently serving with Prefect's services on.
+
+    Both starts are recorded at `subprocess.Popen`, nothing runs, in the environment that
+    `judgeflow run` gives Prefect (its settings under a fresh JUDGEFLOW_HOME, no outside
+    PREFECT_ variable, no prefect.toml or .env). Prefect's side is its own method,
+    `SubprocessASGIServer._run_uvicorn_command`, with its settings read from that environment,
+    as Prefect reads them when judgeflow imports it after setting them. What judgeflow changes
+    on purpose, and nothing else, may differ:
+
+    - `--host 127.0.0.1 --port N` -> `--fd K`: judgeflow binds the socket itself, on the same
+      host, and hands it to uvicorn (the port is known before the server runs and cannot be
+      taken in between); hence also `pass_fds`.
+    - The server's output goes to PREFECT_HOME/temporary-server.log (`stdout`, `stderr`), not to
+      the command's terminal; `stdin` is /dev/null.
+    - `preexec_fn`: the server dies with the command (PR_SET_PDEATHSIG).
+    - Prefect also exports its resolved settings (`to_environment_variables`) into the server's
+      environment, under their current names (PREFECT_MEMO_STORE_PATH comes out as
+      PREFECT_SERVER_MEMO_STORE_PATH, "false" as "False", ...). judgeflow has not imported
+      Prefect and passes its environment as is; the server resolves the same settings from it,
+      which is what is compared for those variables.
+    - judgeflow removes PREFECT_API_URL from the server's environment; Prefect starts its server
+      only when no API URL is set, so in the environment compared here it is absent on both sides.
+    """
+    from prefect.server.api import server as prefect_server
+    from prefect.settings import Settings
+
+    monkeypatch.chdir(tmp_path)
+    starts = _record_starts(monkeypatch)
+    # Prefect's settings as a process that imports Prefect now, in this environment, has them.
+    monkeypatch.setattr(prefect_server, "get_current_settings", Settings)
+    with mock.patch.dict(os.environ):
+        for key in [key for key in os.environ if key.startswith("PREFECT_")]:
+            del os.environ[key]
+        prefect_settings(tmp_path, quiet_console=False)
+        exported = set(Settings().to_environment_variables(exclude_unset=True))
+        theirs = prefect_server.SubprocessASGIServer(port=8123)
+        try:
+            theirs._run_uvicorn_command()
+        finally:
+            theirs.stop()
+        ours = LocalPrefectServer(Path(os.environ["PREFECT_HOME"]))
+        ours.start()
+        ours.stop()
+    (prefect_argv, prefect_kwargs), (our_argv, our_kwargs) = starts
+
+    # The command: the same interpreter, and uvicorn reads the same options from both.
+    assert our_argv[0] == prefect_argv[0]
+    prefect_options, our_options = _uvicorn_options(prefect_argv), _uvicorn_options(our_argv)
+    host, port = prefect_options.pop("host"), prefect_options.pop("port")
+    assert port == 8123 and prefect_options.pop("fd") is None
+    assert ours.api_url.startswith(f"http://{host}:")  # the host judgeflow binds
+    fd = our_options.pop("fd")
+    our_options.pop("host"), our_options.pop("port")  # uvicorn's defaults: --fd replaces them
+    assert our_options == prefect_options
+
+    # The environment: equal, variable by variable, but for Prefect's re-exported settings...
+    prefect_env, our_env = prefect_kwargs.pop("env"), our_kwargs.pop("env")
+    differing = {
+        key: (prefect_env.get(key), our_env.get(key))
+        for key in prefect_env.keys() | our_env.keys()
+        if prefect_env.get(key) != our_env.get(key)
+    }
+    assert {key: values for key, values in differing.items() if key not in exported} == {}
+    # ... which the server resolves to the same settings from judgeflow's environment.
+    assert _resolved_settings(our_env) == _resolved_settings(prefect_env)
+
+    # Nothing else about the process: only what judgeflow adds on purpose.
+    assert prefect_kwargs == {}
+    assert set(our_kwargs) == {"stdin", "stdout", "stderr", "pass_fds", "preexec_fn"}
+    assert our_kwargs["pass_fds"] == (fd,)

@@ -98,6 +98,9 @@ class LocalPrefectServer:
                    "prefect.server.api.server:create_app", "--fd", str(sock.fileno()),
                    "--log-level", "error", "--lifespan", "on"]  # fmt: skip
         # What Prefect's SubprocessASGIServer sets: no UI, an ephemeral server's services.
+        # Copied, not imported (importing it costs the seconds this module saves):
+        # tests/cli/test_local_prefect.py fails when Prefect's own command or environment
+        # differs from this one, and lists what judgeflow changes on purpose.
         env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
                "PREFECT__SERVER_FINAL": "1"}  # fmt: skip
         env.pop("PREFECT_API_URL", None)
