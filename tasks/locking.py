@@ -7,24 +7,25 @@ result is written, the second waits for it, then finds the record and reads it w
 
 Why not Prefect's `FileSystemLockManager`: its lock is a file that outlives a killed holder (a
 run killed mid-stage would make every later run of that stage wait forever), and it writes the
-holder into that file after creating it, so a reader can find it empty and fail. An flock is
-released by the kernel when its process dies, however it dies. Flow runs in one process
-(threads) exclude each other through the table of locks this process holds. `hold_timeout` is
-not supported: a lock lasts as long as its holder's process. The lock files live next to the cache keys, on the
-same (shared) filesystem; NFS and most cluster filesystems implement flock.
+holder into that file after creating it, so a reader can find it empty and fail. An flock
+(`judgeflow.data.file_lock`) is released by the kernel when its process dies, however it dies.
+Flow runs in one process (threads) exclude each other through the table of locks this process
+holds. `hold_timeout` is not supported: a lock lasts as long as its holder's process. The lock
+files live next to the cache keys, on the same (shared) filesystem; NFS and most cluster
+filesystems implement flock.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anyio
+
+from judgeflow.data import file_lock
 
 POLL_S = 0.2
 
@@ -74,23 +75,11 @@ class FlockLockManager:
             if held is None or held[0] != holder:
                 raise ValueError(f"No lock held by {holder} for transaction with key {key}")
             del _HELD[self._id(key)]
-            os.close(held[1])  # closing the file releases its flock
+            file_lock.release(held[1])  # the file stays: one per key, taken again
 
     def is_locked(self, key: str) -> bool:
         with _GUARD:  # file operations under the guard: see `_try_acquire`
-            if self._id(key) in _HELD:
-                return True
-            try:
-                fd = os.open(self._path(key), os.O_RDONLY)
-            except FileNotFoundError:
-                return False
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # free unless someone holds it
-            except BlockingIOError:
-                return True
-            finally:
-                os.close(fd)
-            return False
+            return self._id(key) in _HELD or file_lock.is_held(self._path(key))
 
     def is_lock_holder(self, key: str, holder: str) -> bool:
         with _GUARD:
@@ -121,16 +110,10 @@ class FlockLockManager:
             held = _HELD.get(self._id(key))
             if held is not None:
                 return held[0] == holder  # ours already, or another thread's here
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self._path(key), os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
+                fd = file_lock.take(self._path(key))
+            except file_lock.LockBusy:
                 return False
-            except BaseException:
-                os.close(fd)
-                raise
             _HELD[self._id(key)] = (holder, fd)
             return True
 

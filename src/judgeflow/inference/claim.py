@@ -13,18 +13,14 @@ before it starts its MLflow run, and the stage it runs claims again.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import errno
-import fcntl
 import hashlib
-import json
 import os
-import socket
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from judgeflow.data import file_lock
 from judgeflow.data.errors import DataError, OutputWriteError
 from judgeflow.data.io import is_url
 
@@ -107,58 +103,16 @@ def claim_output(output: str, data: str | None = None) -> Iterator[Path]:
             if _held[lock] == 0:
                 del _held[lock]
                 if fd is not None:
-                    with contextlib.suppress(FileNotFoundError):
-                        lock.unlink()  # before the unlock: a waiting opener sees a new file
-                    os.close(fd)
+                    file_lock.release(fd, remove=lock)
 
 
 def _acquire(lock: Path, output: str) -> int:
-    """An exclusive flock on `lock`, created if needed; a file whose flock no live process
-    holds (its holder died) is simply taken over."""
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    while True:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _holder(fd)
-            os.close(fd)
-            raise OutputBusy(
-                f"{output}: another judging is writing to it ({holder}); wait for it to end, "
-                f"or write to another --output. Its lock: {lock}"
-            ) from None
-        except BaseException:
-            os.close(fd)
-            raise
-        # The holder before us may have removed the file between our open and our flock: a
-        # lock on a removed file guards nothing, so open the path again.
-        try:
-            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:
-            break
-        os.close(fd)
-    about = {
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "started": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "command": " ".join(Path(sys.argv[0]).name.split() + sys.argv[1:])[:300],
-    }
-    os.ftruncate(fd, 0)
-    os.write(fd, json.dumps(about).encode())
-    return fd
-
-
-def _holder(fd: int) -> str:
-    """Who holds a lock, from what it wrote in the file."""
+    """An exclusive flock on `lock`, created if needed, saying who holds it; a file whose flock
+    no live process holds (its holder died) is simply taken over."""
     try:
-        about = json.loads(os.pread(fd, 4096, 0) or b"{}")
-    except (OSError, ValueError):
-        about = {}
-    if not about:
-        return "a process that has not said who it is yet"
-    return (
-        f"pid {about.get('pid')} on {about.get('host')}, started {about.get('started')}: "
-        f"{about.get('command')}"
-    )
+        return file_lock.take(lock, say_who=True)
+    except file_lock.LockBusy as busy:
+        raise OutputBusy(
+            f"{output}: another judging is writing to it ({busy.holder}); wait for it to end, "
+            f"or write to another --output. Its lock: {lock}"
+        ) from None
