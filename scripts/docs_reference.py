@@ -3,10 +3,10 @@
 - `docs/reference/cli.md`: every command and sub-command of the `judgeflow` typer app
   (`judgeflow.cli:app`): its usage line, its help, its arguments and options.
 - `docs/reference/config.md`: every key of `judgeflow.config.RunConfig`, section by section:
-  type, default, description (the `Field` descriptions in `judgeflow/config/schema.py`), the
-  value in each shipped recipe preset (`judgeflow/recipes/*.yaml`, resolved by `load_config`)
-  and, where `judgeflow.config.keys.ONLY_READ_BY` says so, the engine, backend or recipe family
-  that alone reads it.
+  type, default, description (the `Field` descriptions in the section modules of
+  `judgeflow/config/`), the value in each shipped recipe preset (`judgeflow/recipes/*.yaml`,
+  resolved by `load_config`) and, where `judgeflow.config.keys.ONLY_READ_BY` says so, the
+  engine, backend or recipe family that alone reads it.
 
 Run it after changing a command, a config key or a preset, and commit the pages it writes:
 
@@ -408,7 +408,7 @@ def section_anchor(section: str) -> str:
 
 
 def render_config() -> str:
-    from judgeflow.config import RunConfig, keys, schema
+    from judgeflow.config import RunConfig, keys, run_config
 
     presets = preset_values()
     recipes = list(presets)
@@ -428,7 +428,7 @@ def render_config() -> str:
         "Every key of a run's configuration (`judgeflow.config.RunConfig`), generated from the "
         f"code by `{SCRIPT}` (do not edit this page by hand).",
         "",
-        *[line for para in paragraphs(schema.__doc__) for line in (para, "")],
+        *[line for para in paragraphs(run_config.__doc__) for line in (para, "")],
         "Set a key with `--set dotted.key=value` (the value is parsed as YAML: "
         "`--set grpo.learning_rate=1e-5`, `--set cluster.extra_sbatch=[--exclusive]`), or in a "
         "recipe file of your own. `judgeflow config RECIPE` prints every key with its value; "

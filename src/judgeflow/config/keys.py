@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from judgeflow.config.schema import RunConfig
+    from judgeflow.config.run_config import RunConfig
 
 #: Keys only one engine or backend reads. Every other key is read by whatever runs (a test walks
 #: every field and checks that changing it changes what the running engine is given).
@@ -133,7 +133,7 @@ def secret_overrides(items: Iterable[tuple[str, object]]) -> list[str]:
     """Why each secret-looking `cluster.env` override (key, value) should have been a
     `cluster.secrets` one, a tracking URI with credentials should have left them to MLflow's
     variables, and a data URL with credentials to the environment of the flow."""
-    from judgeflow.config.schema import DATA_URL_KEYS
+    from judgeflow.config.inputs import DATA_URL_KEYS
     from judgeflow.config.secrets import url_variable
 
     said = "holds credentials, and an override is a flow parameter (kept, and shown, by Prefect)"

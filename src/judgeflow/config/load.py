@@ -14,18 +14,13 @@ from typing import Any
 
 import yaml
 
+from judgeflow.config.errors import ConfigError, IgnoredKeyWarning, SecretParameterWarning
+from judgeflow.config.inputs import DATA_URL_KEYS
 from judgeflow.config.keys import JUDGE_URL_KEYS, ignored_keys, secret_overrides
 from judgeflow.config.redaction import has_url_credentials, is_secret
+from judgeflow.config.run_config import RunConfig, validate_config
 from judgeflow.config.safe_yaml import UnsafeYaml, load_yaml, load_yaml_file
-from judgeflow.config.schema import (
-    DATA_URL_KEYS,
-    ConfigError,
-    IgnoredKeyWarning,
-    RunConfig,
-    SecretParameterWarning,
-    judgeflow_home,
-    validate_config,
-)
+from judgeflow.home import judgeflow_home
 
 RECIPES_DIR = Path(__file__).parents[1] / "recipes"
 

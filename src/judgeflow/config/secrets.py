@@ -26,8 +26,10 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
+from judgeflow.config.errors import ConfigError
+from judgeflow.config.infrastructure import ClusterConfig
+from judgeflow.config.inputs import DATA_URL_KEYS
 from judgeflow.config.redaction import is_secret, strip_credentials
-from judgeflow.config.schema import DATA_URL_KEYS, ClusterConfig, ConfigError
 
 __all__ = [
     "BLOCK_ENV_PREFIX",

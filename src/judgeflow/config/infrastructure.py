@@ -1,0 +1,120 @@
+"""The systems a run uses: the cluster its GPU stages run on, the store its artifacts go to,
+and the MLflow server that records it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from judgeflow.config.section import Section
+from judgeflow.home import judgeflow_home
+
+
+class ClusterConfig(Section):
+    """Where the GPU stages run; generic resource names, validated before anything is submitted."""
+
+    backend: Literal["local", "slurm"] = Field(
+        "local", description="`local` (this machine) or `slurm`"
+    )
+    partition: str | None = Field(None, description="Slurm partition")
+    account: str | None = Field(None, description="Slurm account")
+    qos: str | None = Field(None, description="Slurm quality of service")
+    nodes: int = Field(1, gt=0, description="nodes of a training stage")
+    gpus_per_node: int = Field(8, ge=0, description="GPUs per node of a training stage")
+    cpus_per_task: int | None = Field(
+        None, gt=0, description="CPUs per node; unset: the scheduler's default"
+    )
+    mem_gb: int | None = Field(
+        None, gt=0, description="memory per node in GB; unset: the scheduler's default"
+    )
+    timeout_min: int = Field(24 * 60, gt=0, description="time limit of a stage's job, in minutes")
+    constraint: str | None = Field(None, description="Slurm node features (`--constraint`)")
+    extra_sbatch: list[str] = Field(default_factory=list, description="extra #SBATCH lines")
+    setup: list[str] = Field(default_factory=list, description="shell lines run before a stage")
+    python: str | None = Field(
+        None,
+        description="interpreter command on the nodes, e.g. `apptainer exec --nv img.sif python`",
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="environment of the stage; secret-looking names reach only the job",
+    )
+    secrets: dict[str, str] = Field(
+        default_factory=dict,
+        description="job variable -> env:VAR or prefect:SECRET_BLOCK (where, never the value)",
+    )
+    shared_dir: str = Field(
+        "${JUDGEFLOW_HOME}/jobs",
+        validate_default=True,
+        description="directory on the shared filesystem: job folders, logs, rendezvous",
+    )
+    retries: int = Field(2, ge=0, description="resubmissions of a stage killed from outside")
+    retry_delay_s: float = Field(10.0, ge=0, description="seconds between resubmissions")
+    poll_s: float = Field(2.0, gt=0, description="how often a running stage is checked")
+    ray_num_cpus: int | None = Field(None, gt=0, description="CPUs Ray may use per node")
+    ray_object_store_mb: int | None = Field(None, ge=75, description="object store per node")
+    ray_dashboard: bool = Field(False, description="dashboard on a per-job port, head only")
+    node_timeout_s: float = Field(
+        60.0, gt=0, description="a node silent this long fails a multi-node stage, retryably"
+    )
+    orphan_timeout_s: float = Field(
+        600.0, gt=0, description="a job nothing follows this long (its flow died) stops"
+    )
+
+    @field_validator("shared_dir")
+    @classmethod
+    def _expand_home(cls, value: str) -> str:
+        return value.replace("${JUDGEFLOW_HOME}", str(judgeflow_home()))
+
+    @field_validator("env", "secrets")
+    @classmethod
+    def _variable_names(cls, value: dict[str, str], info: Any) -> dict[str, str]:
+        """Names go into `export NAME=…` lines of a shell script: identifiers only; a secret's
+        value says where the secret is, never what it is."""
+        for name, where in value.items():
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+            if info.field_name == "secrets" and not re.fullmatch(r"(env|prefect):[\w.\-/]+", where):
+                raise ValueError(
+                    f"cluster.secrets.{name} must say where the secret is — env:VARIABLE or "
+                    "prefect:SECRET_BLOCK — not hold it (the value is not shown)"
+                )
+        return value
+
+    @field_validator("partition", "account", "qos", "constraint", "extra_sbatch", "shared_dir")
+    @classmethod
+    def _one_sbatch_line(cls, value: Any) -> Any:
+        """Each becomes one `#SBATCH` line: a line break would start a shell command."""
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and re.search(r"[\x00-\x1f\x7f]", text):
+                raise ValueError(f"{text!r} holds a line break or control character")
+        return value
+
+
+class TrackingConfig(Section):
+    """Where MLflow records the run: its experiment and tracking server."""
+
+    experiment: str = Field("judgeflow", description="MLflow experiment")
+    tracking_uri: str | None = Field(None, description="default: $MLFLOW_TRACKING_URI or sqlite")
+
+
+class StorageConfig(Section):
+    """Where artifacts go: downloaded sources, prepared data and each run's outputs."""
+
+    root: str = Field(
+        "${JUDGEFLOW_HOME}/artifacts",
+        validate_default=True,
+        description="local dir or s3:// prefix",
+    )
+    credentials_block: str | None = Field(
+        None,
+        description="name of a Prefect Secret block holding the S3 credentials as JSON; "
+        "else the environment's (AWS_ACCESS_KEY_ID, a profile, an instance role)",
+    )
+
+    @field_validator("root")
+    @classmethod
+    def _expand_home(cls, value: str) -> str:  # the default is not in the YAML, so expand here
+        return value.replace("${JUDGEFLOW_HOME}", str(judgeflow_home()))

@@ -1,0 +1,116 @@
+"""What pays a policy (mode=rlvr): the verifiers' reward, and a trained judge beside them."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from judgeflow.config.section import Section
+
+
+class RlvrConfig(Section):
+    """Policy RLVR's reward, as open-instruct's `grpo_fast` composes it (`judgeflow.rewards.rlvr`):
+    each verifier's verdict x `verification_reward`, summed over a row's verifiers, then the R1
+    format reward and the non-stop penalty. Read by both engines (TRL's reward functions, verl's
+    `custom_reward_function.reward_kwargs`) and by the evaluation."""
+
+    verification_reward: float = Field(
+        10.0, description="what a correct verifier verdict pays (open-instruct's default: 10)"
+    )
+    r1_style_format: Literal["gated", "additive", "off"] = Field(
+        "gated",
+        description="the R1 format (`</think>` then `<answer>…</answer>`): `gated` pays the "
+        "verifiable reward only when it holds, `additive` adds r1_style_format_reward, `off`",
+    )
+    r1_style_format_reward: float = Field(
+        1.0, description="what the R1 format pays with r1_style_format=additive"
+    )
+    non_stop_penalty: bool = Field(
+        False, description="a response cut off at the length limit scores non_stop_penalty_value"
+    )
+    non_stop_penalty_value: float = Field(-10.0, description="the truncated response's score")
+    remap_verifier: dict[str, str] = Field(
+        default_factory=dict,
+        description="dataset name -> verifier (open-instruct's --remap_verifier), e.g. "
+        "{math_ground_truth: math}; applied when the data is prepared",
+    )
+    verifier_timeout_s: float = Field(
+        10.0, gt=0, description="one check's time limit; past it the response scores 0"
+    )
+    verifier_max_chars: int = Field(
+        100_000, gt=0, description="longer responses are not checked and score 0"
+    )
+    verifier_memory_mb: int = Field(2048, gt=0, description="the verifier process's memory cap")
+
+    @field_validator("r1_style_format", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        """YAML 1.1 reads a bare `off` as false: `--set rlvr.r1_style_format=off` means "off"."""
+        return "off" if value is False else value
+
+    def reward_kwargs(self) -> dict[str, Any]:
+        """`judgeflow.rewards.rlvr.score.compute_score`'s keywords. Not `remap_verifier`: it is
+        applied once, when the data is prepared (the prepared rows name their verifiers)."""
+        return self.model_dump(mode="json", exclude={"remap_verifier"})
+
+
+class RewardConfig(Section):
+    """A trained judge as a policy's reward (mode=rlvr): rows whose `dataset` is one of
+    `judge_datasets` are scored by it, beside the verifiers, and paid as a verifier is
+    (`judgeflow.inference.judge_reward`): x `rlvr.verification_reward`, behind the R1 format gate."""
+
+    judge: str | None = Field(
+        None,
+        description="the judge that pays: models:/NAME@alias, models:/NAME/VERSION or the store "
+        "URI of its weights (then set judge_mode); a run records the version it resolved to",
+    )
+    judge_url: str | None = Field(
+        None,
+        description="an already-served judge instead (`mlflow models serve -m models:/…`: "
+        "its /invocations URL); needs judge_mode and judge_max_new_tokens",
+    )
+    judge_mode: Literal["pointwise", "pairwise", "grrm"] | None = Field(
+        None, description="the judge's mode; a registered judge's own is used when unset"
+    )
+    judge_datasets: list[str] = Field(
+        default_factory=lambda: ["judge", "general-quality", "general-quality_ref"],
+        description="row `dataset` names the judge pays (open-instruct's LM-judge names too)",
+    )
+    judge_batch_size: int = Field(
+        16,
+        gt=0,
+        description="judge rows per generation call (per request when served): a rollout "
+        "pointwise, a rollout in both orders pairwise, a prompt's group for GRRM",
+    )
+    judge_max_new_tokens: int | None = Field(
+        None, gt=0, description="the judge's reply length; unset: the registered judge's own"
+    )
+    judge_concurrency: int = Field(
+        4, gt=0, description="a served judge (judge_url, or verl's): requests in flight at once"
+    )
+    judge_gpus: int = Field(
+        1,
+        ge=0,
+        description="Slurm/verl: GPUs of the training node set aside to serve the judge in "
+        "the allocation (the policy trains on the rest)",
+    )
+
+    @model_validator(mode="after")
+    def _one_judge(self) -> RewardConfig:
+        if self.judge and self.judge_url:
+            raise ValueError("reward.judge and reward.judge_url both name a judge: set one")
+        if self.judge_url and not (self.judge_mode and self.judge_max_new_tokens):
+            raise ValueError(
+                "reward.judge_url needs reward.judge_mode and reward.judge_max_new_tokens"
+            )
+        if self.judge and not self.judge.startswith("models:/") and not self.judge_mode:
+            raise ValueError(
+                f"reward.judge={self.judge} is not a registered version: say which judge it is "
+                "with reward.judge_mode (pointwise, pairwise or grrm)"
+            )
+        return self
+
+    @property
+    def paid_by_judge(self) -> bool:
+        return bool(self.judge or self.judge_url)

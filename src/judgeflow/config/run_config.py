@@ -1,0 +1,227 @@
+"""Typed run configuration: recipe presets (YAML) + profiles + `dotted.key=value` overrides.
+
+A run is described by one `RunConfig`. It is built from a preset in `src/judgeflow/recipes/`, an
+optional profile overlay (`recipes/profiles/tiny.yaml` for CPU), then user overrides, and only
+then validated, so every error names the dotted key that caused it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from judgeflow.config.errors import ConfigError
+from judgeflow.config.evaluation_and_registry import EvaluationConfig, RegisterConfig
+from judgeflow.config.infrastructure import ClusterConfig, StorageConfig, TrackingConfig
+from judgeflow.config.inputs import DataConfig, ModelConfig
+from judgeflow.config.policy_reward import RewardConfig, RlvrConfig
+from judgeflow.config.section import Section
+from judgeflow.config.training import GrpoConfig, SftConfig
+from judgeflow.modes import Mode
+
+# `register` names ABCMeta.register, a method of the metaclass that instances never see; pydantic
+# warns about the shadowing all the same. The key is `register.*` because users type it.
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message='Field name "register"', category=UserWarning)
+
+    class RunConfig(Section):
+        """One run's configuration: a recipe preset, a profile, then overrides, validated."""
+
+        recipe: str = Field(
+            ...,
+            description="the preset's name: names the MLflow run and the default registered model",
+        )
+        mode: Mode = Field(
+            ...,
+            description="what is trained: `pointwise` or `pairwise` judge, `grrm`, or an `rlvr` "
+            "policy",
+        )
+        engine: Literal["auto", "trl", "verl"] = Field(
+            "auto",
+            description="`trl` (CPU or 1 GPU) or `verl` (GPU cluster); `auto`: verl on Slurm, else TRL",
+        )
+        model: ModelConfig = Field(default_factory=ModelConfig, description="the policy model")
+        data: DataConfig = Field(..., description="the training data and its preparation")
+        grpo: GrpoConfig = Field(default_factory=GrpoConfig, description="GRPO / RLVR training")
+        sft: SftConfig = Field(
+            default_factory=SftConfig, description="LLaMA-Factory supervised fine-tuning"
+        )
+        rlvr: RlvrConfig = Field(
+            default_factory=RlvrConfig, description="policy RLVR's verifiable reward (mode=rlvr)"
+        )
+        reward: RewardConfig = Field(
+            default_factory=RewardConfig,
+            description="a trained judge as the policy's reward (mode=rlvr)",
+        )
+        cluster: ClusterConfig = Field(
+            default_factory=ClusterConfig,
+            description="where and with what resources the GPU stages run",
+        )
+        evaluation: EvaluationConfig = Field(
+            default_factory=EvaluationConfig,
+            description="the judge's evaluation before and after training",
+        )
+        tracking: TrackingConfig = Field(
+            default_factory=TrackingConfig, description="MLflow tracking"
+        )
+        register: RegisterConfig = Field(
+            default_factory=RegisterConfig,
+            description="the MLflow model registry and the champion gate",
+        )
+        storage: StorageConfig = Field(
+            default_factory=StorageConfig, description="the artifact store"
+        )
+
+        @model_validator(mode="after")
+        def _check(self) -> RunConfig:
+            if self.data.balance_positions and self.mode != "pairwise":
+                raise ValueError("data.balance_positions only applies to mode=pairwise")
+            if (
+                self.engine == "verl"
+                and self.cluster.backend == "local"
+                and not self.cluster.gpus_per_node
+            ):
+                raise ValueError("engine=verl needs GPUs: set cluster.gpus_per_node")
+            if self.mode != "grrm" and self.sft.enabled and not self.sft.source:
+                raise ValueError("sft.enabled needs sft.source: the `messages` rows to train on")
+            if self.reward.paid_by_judge and self.mode != "rlvr":
+                raise ValueError(
+                    "reward.judge / reward.judge_url pay a policy: they need mode=rlvr "
+                    f"(this recipe trains mode={self.mode})"
+                )
+            if self.mode == "rlvr" and self.reward.paid_by_judge and self.resolved_engine == "verl":
+                self._check_judge_on_verl()
+            if self.mode == "grrm" and (self.sft.enabled or self.sft.source):
+                raise ValueError(
+                    "sft.enabled / sft.source are for the judge recipes; GRRM's SFT runs on its own "
+                    "data and `judgeflow run grrm-full --stage sft|rlvr|full` decides whether it runs"
+                )
+            return self
+
+        def _check_judge_on_verl(self) -> None:
+            """verl's batch reward manager calls the judge; one served inside the allocation
+            listens on the head node, on GPUs of its own."""
+            if self.grpo.reward_manager != "batch":
+                raise ValueError(
+                    "a judge-paid policy on verl is scored by verl's batch reward manager (all "
+                    "rollouts of a step at once): set grpo.reward_manager=batch"
+                )
+            if self.reward.judge_url or self.cluster.backend != "slurm":
+                return
+            if self.cluster.nodes > 1:
+                raise ValueError(
+                    "the judge served inside the allocation listens on the head node only: with "
+                    "cluster.nodes > 1, serve it yourself and set reward.judge_url"
+                )
+            if not 1 <= self.reward.judge_gpus < self.cluster.gpus_per_node:
+                raise ValueError(
+                    f"reward.judge_gpus={self.reward.judge_gpus}: the judge served beside verl "
+                    f"needs at least one of the node's {self.cluster.gpus_per_node} GPUs and must "
+                    "leave verl at least one"
+                )
+
+        @property
+        def registered_model_name(self) -> str:
+            """The registered model this run's final model becomes a version of."""
+            return self.register.model_name or self.recipe
+
+        def policy_reward_kwargs(self, *, judge_url: str | None = None) -> dict[str, Any]:
+            """The reward's keywords for a policy run (`rlvr.score`'s, and
+            `judgeflow.inference.judge_reward`'s when a judge pays): the RLVR rules, and which
+            judge and how it is called: its weights' URI (fetched where the reward runs), or a
+            URL (`reward.judge_url`, or `judge_url`: a judge served for the run). A registered
+            judge (`models:/…`) must be pinned to its version's weights first
+            (`judgeflow.registry.paying_judge.pin_judge`, which every pipeline does)."""
+            if self.mode != "rlvr":
+                return {}
+            kwargs = self.rlvr.reward_kwargs()
+            r = self.reward
+            if not r.paid_by_judge:
+                return kwargs
+            if r.judge and r.judge.startswith("models:/"):
+                raise ConfigError(
+                    f"reward.judge={r.judge} is not resolved: a run pins it to the version's "
+                    "weights first (judgeflow.registry.paying_judge.pin_judge)"
+                )
+            kwargs |= {
+                "judge_mode": r.judge_mode,
+                "judge_datasets": sorted({d.lower() for d in r.judge_datasets}),
+                "judge_batch_size": r.judge_batch_size,
+                "judge_max_new_tokens": r.judge_max_new_tokens,
+                "judge_concurrency": r.judge_concurrency,
+            }
+            url = judge_url or r.judge_url
+            kwargs |= {"judge_url": url} if url else {"judge_weights": r.judge}
+            return kwargs
+
+        @property
+        def policy_gpus_per_node(self) -> int:
+            """A node's GPUs the policy trains on: all of them, but those serving a judge-paid
+            policy's judge inside the allocation (`reward.judge_gpus`; none when the judge is
+            served elsewhere, `reward.judge_url`, or the engine is TRL)."""
+            gpus = self.cluster.gpus_per_node
+            if (
+                self.mode == "rlvr"
+                and self.reward.paid_by_judge
+                and not self.reward.judge_url
+                and self.resolved_engine == "verl"
+            ):
+                gpus -= self.reward.judge_gpus
+            return gpus
+
+        @property
+        def resolved_engine(self) -> Literal["trl", "verl"]:
+            """`auto` means verl on Slurm (GPU clusters) and TRL locally."""
+            if self.engine != "auto":
+                return self.engine
+            return "verl" if self.cluster.backend == "slurm" else "trl"
+
+        def fingerprint(self) -> str:
+            """Content hash of the whole configuration (cache keys, lineage tags)."""
+            blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+            return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def with_policy(cfg: RunConfig, model_dir: str | Path) -> RunConfig:
+    """`cfg` whose policy (model.path, the weights a stage loads) is `model_dir`: RL starting
+    from the SFT model, or an engine loading a local copy of the judge."""
+    return cfg.model_copy(update={"model": cfg.model.model_copy(update={"path": str(model_dir)})})
+
+
+def validate_config(raw: Mapping[str, Any]) -> RunConfig:
+    _check_keys(RunConfig, raw, prefix="")
+    try:
+        return RunConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(exc)) from None
+
+
+def _check_keys(model: type[BaseModel], raw: Mapping[str, Any], prefix: str) -> None:
+    """Unknown keys fail with the dotted name and the valid keys at that level."""
+    fields = model.model_fields
+    for key, value in raw.items():
+        dotted = f"{prefix}{key}"
+        if key not in fields:
+            valid = ", ".join(sorted(fields))
+            raise ConfigError(f"unknown config key {dotted!r}; valid keys here: {valid}")
+        annotation = fields[key].annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{dotted!r} is a section; set its keys, e.g. {dotted}.<key>=…")
+            _check_keys(annotation, value, prefix=f"{dotted}.")
+
+
+def _format_validation_error(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "<config>"
+        got = err.get("input")
+        shown = "" if isinstance(got, dict) else f" (got {got!r})"
+        lines.append(f"{key}: {err['msg']}{shown}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)
