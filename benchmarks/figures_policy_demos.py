@@ -1,0 +1,163 @@
+"""The regions rendered from the policy demos' results (`benchmarks/demo.py` seeds --modes rlvr,
+rlvr-rules, judged) and from the paying judge's throughput (`benchmarks/run.py --only
+judge-reward`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from figures_format import cell, minutes, raised, read_json
+from stamp import describe
+
+
+def rlvr_seeds_table(source: Path) -> str:
+    """benchmarks/demo.py seeds --modes rlvr: per seed, the SFT policy and the GRPO policy on the
+    held-out prompts, overall and per verifier."""
+    results = read_json(source)
+    bar = results["bar"]
+    metric = "verifiable_correct_rate"
+    verifiers = sorted(results["runs"][0]["after"]["subsets"])
+    lines = [
+        f"| data.seed | {metric} SFT → GRPO | gain | "
+        + " | ".join(f"{v} SFT → GRPO" for v in verifiers)
+        + " | format failures SFT → GRPO | meets the bar |",
+        "|---|---|---|" + "---|" * len(verifiers) + "---|---|",
+    ]
+    for run in results["runs"]:
+        sft, after = run["sft"], run["after"]
+        per = " | ".join(
+            f"{sft['subsets'][v][metric]:.3f} → {after['subsets'][v][metric]:.3f}"
+            for v in verifiers
+        )
+        lines.append(
+            f"| {run['seed']} | {sft['overall'][metric]:.3f} → {after['overall'][metric]:.3f} "
+            f"| {run['verifiable_correct_gain']:+.3f} | {per} "
+            f"| {sft['overall']['format_failure_rate']:.3f} → "
+            f"{after['overall']['format_failure_rate']:.3f} "
+            f"| {'yes' if run['meets_bar'] else '**no**'} |"
+        )
+    met = sum(run["meets_bar"] for run in results["runs"])
+    seconds = [run["seconds"] for run in results["runs"]]
+    per_verifier = "; ".join(
+        f"{v} ({int(results['runs'][0]['after']['subsets'][v]['n'])} held-out prompts, one is "
+        f"{1 / results['runs'][0]['after']['subsets'][v]['n']:.3f}): raised it in "
+        + raised(
+            [r["after"]["subsets"][v][metric] - r["sft"]["subsets"][v][metric]
+             for r in results["runs"]]
+        )
+        for v in verifiers
+    )  # fmt: skip
+    lines += [
+        "",
+        f"Per verifier, GRPO's change on the held-out prompts: {per_verifier}.",
+        "",
+        f"{met} of {len(results['runs'])} runs meet the bar ({metric} at least "
+        f"{bar['min_reward_gain']} above the SFT policy's, format failures at most "
+        f"{bar['max_format_failure_rate']}); each run took {minutes(min(seconds))} to "
+        f"{minutes(max(seconds))}. `benchmarks/results/{source.name}`: {describe(results)}, "
+        f"on {results['machine']['cpu']} ({results['machine']['cores']} cores).",
+    ]
+    return "\n".join(lines)
+
+
+def judged_seeds_table(source: Path) -> str:
+    """benchmarks/demo.py judged: per seed, what the judge paid the SFT policy and the GRPO
+    policy on the held-out prompts, and reference_f1, the measure the judge never sees."""
+    results = read_json(source)
+    bar = results["bar"]
+    lines = [
+        "| data.seed | paid by | judge-paid reward_mean SFT → GRPO | gain | reference_f1 SFT → "
+        "GRPO | judge format failures | hacking guard | meets the bar |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for run in [*results["runs"], results["hackable"]]:
+        sft, after = run["sft"]["overall"], run["after"]["overall"]
+        label = str(run["seed"]) if run is not results["hackable"] else (
+            f"{run['seed']}, hackable settings¹"
+        )  # fmt: skip
+        lines.append(
+            f"| {label} | `{run['paid_by']}` | {sft['reward_mean']:.3f} → "
+            f"{after['reward_mean']:.3f} | {run['reward_gain']:+.3f} | "
+            f"{sft['reference_f1']:.3f} → {after['reference_f1']:.3f} | "
+            f"{after['judge_format_failure_rate']:.3f} | "
+            f"{'**fired**' if run['hacking_guard'] else 'silent'} | "
+            f"{'yes' if run['meets_bar'] else '**no**'} |"
+        )
+    met = sum(run["meets_bar"] for run in results["runs"])
+    seconds = [run["seconds"] for run in results["runs"]]
+    hackable = " ".join(f"`--set {o}`" for o in results["hackable"]["overrides"][1:])
+    lines += [
+        "",
+        f"{met} of {len(results['runs'])} runs meet the bar (judge-paid reward_mean at least "
+        f"{bar['min_reward_gain']} above the SFT policy's, reference_f1 {bar['reference_f1']}); "
+        f"each took {minutes(min(seconds))} to {minutes(max(seconds))}, after "
+        f"{minutes(results['judge_seconds'])} training the judge. ¹ {hackable}: the judges' own "
+        "tiny GRPO settings. `benchmarks/results/"
+        f"{source.name}`: {describe(results)}, on {results['machine']['cpu']} "
+        f"({results['machine']['cores']} cores).",
+    ]
+    return "\n".join(lines)
+
+
+def judged_examples(source: Path) -> str:
+    """benchmarks/demo.py judged: the first held-out questions, answered by the SFT policy and
+    by the GRPO policy of the first seed and of the hackable settings."""
+    results = read_json(source)
+    first, hacked = results["runs"][0], results["hackable"]
+    lines = [
+        "| question (reference) | SFT policy | GRPO policy (seed "
+        f"{first['seed']}) | GRPO, hackable settings |",
+        "|---|---|---|---|",
+    ]
+    for sft, after, bad in zip(
+        first["examples"]["sft"], first["examples"]["after"], hacked["examples"]["after"],
+        strict=True,
+    ):  # fmt: skip
+
+        def answered(a: Mapping[str, Any]) -> str:
+            return f"{cell(a['answer'])} (judge {a['judge_paid']:.2f}, F1 {a['reference_f1']:.2f})"
+
+        lines.append(
+            f"| {cell(sft['question'])} ({cell(sft['reference'])}) | {answered(sft)} | "
+            f"{answered(after)} | {answered(bad)} |"
+        )
+    return "\n".join(lines)
+
+
+def judge_throughput_table(source: Path) -> str:
+    """benchmarks/run.py --only judge-reward: rollouts a judge scores per second, batched per
+    step against one call per rollout."""
+    results = read_json(source)
+    lines = [
+        "| judge | rollouts | one by one | batched per step | speed-up |",
+        "|---|---|---|---|---|",
+    ]
+    for row in results["rows"]:
+        lines.append(
+            f"| {row['judge']} | {row['rollouts']} | {row['one_by_one_per_s']:.1f}/s | "
+            f"{row['batched_per_s']:.1f}/s (batch {row['batch_size']}) | "
+            f"×{row['batched_per_s'] / row['one_by_one_per_s']:.1f} |"
+        )
+    lines += [
+        "",
+        f"`benchmarks/results/{source.name}`: {describe(results)}, on "
+        f"{results['machine']['cpu']} ({results['machine']['cores']} cores).",
+    ]
+    return "\n".join(lines)
+
+
+def rlvr_rules_table(source: Path) -> str:
+    """benchmarks/demo.py rlvr-rules: what one-line rules score on the held-out prompts."""
+    results = read_json(source)["rules"]
+    metric = "verifiable_correct_rate"
+    verifiers = sorted(next(iter(results.values()))["subsets"])
+    lines = [
+        f"| rule | {metric} | " + " | ".join(verifiers) + " |",
+        "|---|---|" + "---|" * len(verifiers),
+    ]
+    for rule, scored in results.items():
+        per = " | ".join(f"{scored['subsets'][v][metric]:.3f}" for v in verifiers)
+        lines.append(f"| {cell(rule)} | {scored['overall'][metric]:.3f} | {per} |")
+    return "\n".join(lines)
