@@ -1,6 +1,6 @@
 """The reward → advantage → gradient path of the TRL engine, on the tiny model.
 
-One GRPO step with judgeflow's own GRPO configuration (`_grpo_config`: loss, reward scaling,
+One GRPO step with judgeflow's own GRPO configuration (`grpo_config`: loss, reward scaling,
 KL, optimiser) and a reward we control: a completion that earns more than its group must
 become more likely, the others less; a group whose rewards are all equal has zero advantages
 and must not move the model at all.
@@ -26,7 +26,8 @@ def _trainer(
     from transformers import AutoTokenizer
     from trl import GRPOTrainer
 
-    from judgeflow.engines.trl import GrpoParams, _grpo_config
+    from judgeflow.engines.trl import GrpoParams
+    from judgeflow.engines.trl.mapping import grpo_config
 
     params = GrpoParams(
         model_path=str(tiny_model),
@@ -45,7 +46,7 @@ def _trainer(
     return GRPOTrainer(
         model=str(tiny_model),
         reward_funcs=[reward, _unpaid],  # judgeflow's weights: [1, 0] (the format probe)
-        args=_grpo_config(params, has_eval=False),
+        args=grpo_config(params, has_eval=False),
         train_dataset=Dataset.from_list([{"prompt": PROMPT}] * 2),
         processing_class=AutoTokenizer.from_pretrained(tiny_model),
     )
@@ -124,12 +125,12 @@ def _judgeflow_trainer(
     tiny_model: Path, tmp_path: Path, reward: Any, *, filter_zero_std: bool
 ) -> tuple[Any, list[int]]:
     """judgeflow's own trainer class (what `train_grpo` runs), counting its loss passes."""
-    from judgeflow.engines.trl import _resumable_trainer_class
+    from judgeflow.engines.trl.update import resumable_trainer_class
 
     base = _trainer(tiny_model, tmp_path, reward, beta=0.1, lr=5e-3, micro=4)
     passes: list[int] = []
 
-    class Counting(_resumable_trainer_class()):  # type: ignore[misc]
+    class Counting(resumable_trainer_class()):  # type: ignore[misc]
         def _compute_loss(self, model: Any, inputs: Any) -> Any:
             passes.append(int(inputs["advantages"].shape[0]))
             return super()._compute_loss(model, inputs)

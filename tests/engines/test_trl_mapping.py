@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from judgeflow.config import ConfigError, list_recipes, load_config
-from judgeflow.engines.trl import _grpo_config, params_from
+from judgeflow.engines.trl import params_from
+from judgeflow.engines.trl.mapping import grpo_config
 
 #: A judge-paid recipe as a pipeline runs it: `reward.judge` pinned to a version's weights.
 PINNED_JUDGE = ["reward.judge=/store/runs/judge/final", "reward.judge_mode=pointwise",
@@ -40,7 +41,7 @@ def test_recipe_maps_onto_the_golden_trl_params(recipe: str) -> None:
 
 def test_grrm_rlvr_knobs_reach_trls_grpo_config() -> None:
     cfg = load_config("grrm-rlvr", overrides=["engine=trl", "grpo.lr_warmup_steps_ratio=0.05"])
-    args = _grpo_config(params_from(cfg, "/tmp/jf-out"), has_eval=False)
+    args = grpo_config(params_from(cfg, "/tmp/jf-out"), has_eval=False)
     g = cfg.grpo
     assert args.lr_scheduler_type == "cosine_with_min_lr"
     assert args.lr_scheduler_kwargs == {"min_lr_rate": g.min_lr_ratio}
@@ -54,7 +55,7 @@ def test_grrm_rlvr_knobs_reach_trls_grpo_config() -> None:
 
 def test_judge_defaults_reach_trls_grpo_config() -> None:
     cfg = load_config("grpo-pointwise", overrides=["engine=trl", "grpo.top_p=0.9"])
-    args = _grpo_config(params_from(cfg, "/tmp/jf-out"), has_eval=False)
+    args = grpo_config(params_from(cfg, "/tmp/jf-out"), has_eval=False)
     assert args.lr_scheduler_type == "constant"
     assert args.scale_rewards == "group"
     assert args.loss_type == "dapo"  # verl's token-mean

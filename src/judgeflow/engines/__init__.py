@@ -1,4 +1,5 @@
-"""Training and generation engines, one module each (TRL here; verl and LLaMA-Factory on clusters).
+"""Training and generation engines: TRL runs here (the `trl` package), verl and LLaMA-Factory
+on clusters (a module each).
 
 Names are resolved on first use: importing this package must not pull in torch or TRL. The
 one-shot `generate()` function lives in `judgeflow.engines.generate` and is not re-exported
