@@ -1,6 +1,9 @@
 """Loading a run's configuration: a recipe preset (YAML, `base:` chains), an optional profile
 overlay, then `dotted.key=value` overrides, validated last so every error names its key; keys the
-run would ignore and secret-looking overrides are warned about as it loads."""
+run would ignore and secret-looking overrides are warned about as it loads.
+
+Only `${NAME}` is expanded in values: a `$` in a prompt, URL or password is kept as written, and
+an unset NAME fails naming the key, the file (or `--set`) it came from and the variable."""
 
 from __future__ import annotations
 
@@ -48,12 +51,19 @@ def load_config(
     A key the user set that this run's engine or backend does not read is reported by name
     (`report`, e.g. a logger's warning; default: an :class:`IgnoredKeyWarning`).
     """
-    raw = _read_recipe(_recipe_path(recipe))
+    raw, sources = _read_recipe(_recipe_path(recipe))
     own_profiles = raw.pop("profiles", None) or {}
     if profile:
         # the shared profile first, then what this recipe says for it (`profiles: {tiny: …}`)
-        raw = _deep_merge(raw, _read_yaml(_profile_path(profile)))
+        shared = _profile_path(profile)
+        values = _read_yaml(shared)
+        raw = _deep_merge(raw, values)
+        sources.update(_sources(values, str(shared)))
         raw = _deep_merge(raw, own_profiles.get(profile) or {})
+        section = f"profiles.{profile}."
+        sources.update(
+            {k.removeprefix(section): f for k, f in sources.items() if k.startswith(section)}
+        )
     # What the user chose (overrides, or a recipe file of their own) is checked for keys this run
     # would ignore; the shipped presets set keys for both engines on purpose.
     path = _recipe_path(recipe)
@@ -63,6 +73,7 @@ def load_config(
     for item in overrides:
         key, value = parse_override(item)
         raw = set_dotted(raw, key, value)
+        sources.update({key: "--set", **_sources(value, "--set", f"{key}.")})
         explicit.append(key)
         if (key.startswith("cluster.env.") and is_secret(key, value)) or (
             key in ("tracking.tracking_uri", *DATA_URL_KEYS, *JUDGE_URL_KEYS)
@@ -70,7 +81,9 @@ def load_config(
         ):
             secret_looking.append((key, value))  # an override is a flow parameter: said below
     raw = _expand(
-        raw, {"${JUDGEFLOW_HOME}": str(judgeflow_home()), "${mode}": str(raw.get("mode"))}
+        raw,
+        {"JUDGEFLOW_HOME": str(judgeflow_home()), "mode": str(raw.get("mode"))},
+        sources,
     )
     cfg = validate_config(raw)
     for reason, kind in [(r, SecretParameterWarning) for r in secret_overrides(secret_looking)] + [
@@ -134,16 +147,17 @@ def _recipe_path(recipe: str | Path) -> Path:
     return candidate
 
 
-def _read_recipe(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+def _read_recipe(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict[str, Any], Sources]:
     """A recipe may start from another (`base: grrm-rlvr`) and override some of its keys."""
     raw = _read_yaml(path)
     base = raw.pop("base", None)
     if base is None:
-        return raw
+        return raw, _sources(raw, str(path))
     base_path = _recipe_path(str(base))
     if base_path in seen or base_path == path:
         raise ConfigError(f"{path}: recipe base chain loops through {base_path.name}")
-    return _deep_merge(_read_recipe(base_path, (*seen, path)), raw)
+    under, sources = _read_recipe(base_path, (*seen, path))
+    return _deep_merge(under, raw), {**sources, **_sources(raw, str(path))}
 
 
 def _profile_path(profile: str) -> Path:
@@ -183,14 +197,48 @@ def _deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, An
     return out
 
 
-def _expand(value: Any, known: Mapping[str, str]) -> Any:
-    """Substitute `${JUDGEFLOW_HOME}`, `${mode}`, then environment variables, in strings."""
+#: `${NAME}`, the one form expanded in values; any other `$` (`pa$$word`, `$HOME`) is kept.
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+#: Where each value was written, by dotted key: its recipe or profile file, or `--set`.
+Sources = dict[str, str]
+
+
+def _sources(raw: Any, where: str, prefix: str = "") -> Sources:
+    if not isinstance(raw, Mapping):
+        return {}
+    return {f"{prefix}{key}": where for key in _dotted_keys(raw)}
+
+
+def _source_of(key: str, sources: Sources) -> str:
+    """The file (or `--set`) that wrote `key`, or the section or list that holds it."""
+    while key not in sources and (shorter := re.sub(r"(\.[^.\[]*|\[\d+\])$", "", key)) != key:
+        key = shorter
+    return sources.get(key, "the recipe")
+
+
+def _expand(value: Any, known: Mapping[str, str], sources: Sources, key: str = "") -> Any:
+    """Substitute `${NAME}` in strings: `known` names (JUDGEFLOW_HOME, mode), then environment
+    variables; an unset one fails, naming the key, where it was written and the variable, rather
+    than leave a `${…}` where a path, URL or password was meant."""
     if isinstance(value, dict):
-        return {k: _expand(v, known) for k, v in value.items()}
+        return {
+            k: _expand(v, known, sources, f"{key}.{k}" if key else str(k)) for k, v in value.items()
+        }
     if isinstance(value, list):
-        return [_expand(v, known) for v in value]
-    if isinstance(value, str) and "$" in value:
-        for name, text in known.items():
-            value = value.replace(name, text)
-        return os.path.expandvars(value)
-    return value
+        return [_expand(v, known, sources, f"{key}[{i}]") for i, v in enumerate(value)]
+    if not isinstance(value, str) or "${" not in value:
+        return value
+
+    def substitute(reference: re.Match[str]) -> str:
+        name = reference.group(1)
+        if name in known:
+            return known[name]
+        if name in os.environ:
+            return os.environ[name]
+        raise ConfigError(
+            f"{key}, from {_source_of(key, sources)}: ${{{name}}} names the environment "
+            f"variable {name}, which is not set; set it, or write the value itself"
+        )
+
+    return _REFERENCE.sub(substitute, value)
