@@ -4,9 +4,11 @@
 whether it ran or came from the cache (`StageRecorder`), records what a step produced in MLflow
 (`judgeflow.stages.records`, inside the flow, so the run graph shows the pipeline's steps and no
 bookkeeping), and at the end, or when a step fails, publishes the run summary and closes the
-MLflow run. `grpo_pipeline` is the judges' and the policies' steps, in order. `register_model`
-is the champion gate's part: measure the champion on this run's
-evaluation set when it has no numbers there, then register and decide, under the model's lock.
+MLflow run. `prepare_steps` and `train_steps` are the GRPO pipelines' steps, in order, and
+`grpo_pipeline` runs them for judges and policies alike (a judge-paid policy adds its own steps
+around them in its flow). `register_model` is the champion gate's part: measure the champion on
+this run's evaluation set when it has no numbers there, then register and decide, under the
+model's lock.
 """
 
 from __future__ import annotations
@@ -23,9 +25,6 @@ from judgeflow import stages
 from judgeflow.cluster import submitted
 from judgeflow.config import RunConfig, with_policy
 from judgeflow.console import comparison_rows, report_stage
-from judgeflow.evaluation.hacking import hacking_check
-from judgeflow.registry.paying_judge import pin_judge
-from judgeflow.retries import retried
 from judgeflow.stages import records, sft_source_config, val_source_config
 from judgeflow.stages.register import champion_config, champion_to_measure, registered_name
 from judgeflow.tracking import resolve_tracking_uri
@@ -107,10 +106,7 @@ class PipelineRun:
             **(tags or {}),
         }
         run_name = f"{cfg.recipe}:{flow_run.get_name()}"
-        self.run_id: str = retried(
-            lambda: stages.start_tracking(cfg, run_name=run_name, tags=tags).run_id,
-            "open the MLflow run",
-        )
+        self.run_id: str = stages.start_tracking(cfg, run_name=run_name, tags=tags).run_id
         self.steps = StageRecorder()
         self.metrics: dict[str, float] = {}
         self.registry: dict[str, dict[str, Any]] = {}
@@ -127,28 +123,19 @@ class PipelineRun:
         if error is not None:
             self._publish_summary()
             failed = {"mlflow_run_id": self.run_id, "error": repr(error)}
-            retried(
-                lambda: records.finish_run(self.cfg, self.run_id, failed, status="FAILED"),
-                "close the MLflow run",
-            )
+            records.finish_run(self.cfg, self.run_id, failed, status="FAILED")
 
     def step(self, name: str, task: Any, *args: Any) -> Any:
         """Run a step's task; the run summary says whether it ran or came from the cache."""
         return self.steps(name, task, *args)
 
     def record_data(self, manifest: Any, data: stages.PreparedData) -> None:
-        table = retried(
-            lambda: records.record_data(self.cfg, self.run_id, manifest, data),
-            "record the data report",
-        )
+        table = records.record_data(self.cfg, self.run_id, manifest, data)
         description = f"Data report for {self.cfg.recipe}: {data.report_file}"
         create_table_artifact(key="data-report", table=table, description=description)
 
     def record_grrm_data(self, manifest: Any, data: stages.GrrmData) -> None:
-        table = retried(
-            lambda: records.record_grrm_data(self.cfg, self.run_id, manifest, data),
-            "record the data reports",
-        )
+        table = records.record_grrm_data(self.cfg, self.run_id, manifest, data)
         description = f"GRRM data for {self.cfg.recipe}"
         create_table_artifact(key="data-report", table=table, description=description)
 
@@ -163,19 +150,13 @@ class PipelineRun:
         result: dict[str, Any] = self.steps(
             name, cached(evaluate), cfg, model_dir, data, self.run_id, label
         )
-        self.metrics |= retried(
-            lambda: records.record_evaluation(self.cfg, self.run_id, label, result),
-            f"record {name}",
-        )
+        self.metrics |= records.record_evaluation(self.cfg, self.run_id, label, result)
         return result
 
     def sft(self, cfg: RunConfig, sft_file: str, data: stages.SftData | None = None) -> SftOutcome:
         """The SFT step (a job, cached) and its lineage tags."""
         tuned: SftOutcome = self.steps("sft", cached_job(sft, self.cfg), cfg, sft_file, self.run_id)
-        retried(
-            lambda: records.record_sft(self.cfg, self.run_id, tuned, sft_file, data),
-            "record the SFT model",
-        )
+        records.record_sft(self.cfg, self.run_id, tuned, sft_file, data)
         self.steps.add_metrics("sft", tuned.metrics)
         return tuned
 
@@ -184,10 +165,7 @@ class PipelineRun:
         trained: TrainOutcome = self.steps(
             "train", cached_job(train, self.cfg), cfg, data, self.run_id
         )
-        retried(
-            lambda: records.record_training(cfg, self.run_id, trained),
-            "record the trained model",
-        )
+        records.record_training(cfg, self.run_id, trained)
         model = trained.model
         self.steps.add_metrics("train", {"global_step": model.global_step, **model.metrics})
         return trained
@@ -220,11 +198,8 @@ class PipelineRun:
                 own = {k: v for k, v in self.metrics.items() if k.startswith(f"{label}/")}
                 self.steps.add_metrics(row["stage"], own)
         table = self._publish_summary()
-        comparison = retried(
-            lambda: records.record_comparison(
-                self.cfg, self.run_id, self.metrics, self.labels, trained_in
-            ),
-            "record the comparison",
+        comparison = records.record_comparison(
+            self.cfg, self.run_id, self.metrics, self.labels, trained_in
         )
         if comparison:
             create_table_artifact(
@@ -243,7 +218,7 @@ class PipelineRun:
             "stages": {row["stage"]: row["status"] for row in self.steps.rows},
             "registry": self.registry,
         }
-        retried(lambda: records.finish_run(self.cfg, self.run_id, summary), "close the MLflow run")
+        records.finish_run(self.cfg, self.run_id, summary)
         return summary
 
     def _publish_summary(self) -> records.Table:
@@ -253,10 +228,7 @@ class PipelineRun:
             if self.cfg.cluster.backend == "slurm"
             else {}
         )
-        table = retried(
-            lambda: records.record_summary(self.cfg, self.run_id, self.steps.rows, jobs),
-            "record the run summary",
-        )
+        table = records.record_summary(self.cfg, self.run_id, self.steps.rows, jobs)
         create_table_artifact(
             key="run-summary",
             table=table,
@@ -283,9 +255,7 @@ def register_model(
     was measured (`champion/…`, for the summary).
     """
     with registry_lock(registered_name(cfg, kind)):
-        champion = retried(
-            lambda: champion_to_measure(cfg, kind, evaluation), "look up the champion"
-        )
+        champion = champion_to_measure(cfg, kind, evaluation)
         measured, champion_metrics = None, {}
         if champion:
             label = "champion" if kind != "sft" else "champion-sft"
@@ -299,10 +269,7 @@ def register_model(
                 run_id,
                 label,
             )
-            champion_metrics = retried(
-                lambda: records.record_evaluation(cfg, run_id, label, measured),
-                f"record evaluate[{label}]",
-            )
+            champion_metrics = records.record_evaluation(cfg, run_id, label, measured)
         decision: dict[str, Any] = steps(
             f"register[{kind}]",
             register,
@@ -325,58 +292,61 @@ def _rounded(row: dict[str, Any]) -> dict[str, Any]:
     return {k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}
 
 
-def grpo_pipeline(cfg: RunConfig) -> dict[str, Any]:
-    """The GRPO pipelines' steps (judge-grpo's judges, rlvr's policies): download → prepare →
-    evaluate (before) → [SFT → evaluate (sft)] → train → evaluate (after) → register; returns
-    the run summary (`PipelineRun.finish`).
+@dataclass(frozen=True)
+class GrpoModels:
+    """What `train_steps` made: the prepared data, the GRPO outcome, the SFT outcome (or None)."""
 
-    A policy a trained judge pays (`reward.judge`) is pinned to the judge version it resolves
-    to first (`pin_judge`: the cache keys and every stage name that version); the MLflow run and
-    the registered version carry it (`judgeflow.reward.judge`, its run and data hash), and the
-    summary says whether the judge's reward and the independent measure moved apart."""
-    cfg, judge = retried(lambda: pin_judge(cfg), "resolve the paying judge")
-    with PipelineRun(cfg, tags=judge.tags() if judge else None) as run:
-        manifest = run.step("download", cached(download), cfg)
-        val_manifest = None
-        if cfg.data.val_source:
-            val_manifest = run.step("download[val]", cached(download), val_source_config(cfg))
-        data = run.step("prepare", cached(prepare), cfg, manifest, val_manifest)
-        run.record_data(manifest, data)
-        overlap = None
-        if judge is not None and judge.weights:  # evaluated on questions the judge trained on?
-            overlap = retried(
-                lambda: records.record_judge_overlap(cfg, run.run_id, str(judge.weights), data),
-                "check the judge's training questions",
-            )
-        run.evaluate("before", cfg, cfg.model.path, data)
+    data: Any
+    trained: TrainOutcome
+    tuned: SftOutcome | None
 
-        rl_cfg, tuned, mid = cfg, None, None
-        if cfg.sft.enabled:
-            sft_manifest = run.step("download[sft]", cached(download), sft_source_config(cfg))
-            sft_data = run.step("prepare[sft]", cached(prepare_sft), cfg, sft_manifest)
-            tuned = run.sft(cfg, sft_data.file, sft_data)
-            rl_cfg = with_policy(cfg, tuned.model_dir)  # GRPO starts from the SFT model
-            mid = run.evaluate("sft", rl_cfg, tuned.model_dir, data)
 
-        trained = run.train(rl_cfg, data)
-        after = run.evaluate("after", rl_cfg, trained.model.model_dir, data)
+def prepare_steps(run: PipelineRun, cfg: RunConfig) -> Any:
+    """download → prepare (with the data report): the prepared data."""
+    manifest = run.step("download", cached(download), cfg)
+    val_manifest = None
+    if cfg.data.val_source:
+        val_manifest = run.step("download[val]", cached(download), val_source_config(cfg))
+    data = run.step("prepare", cached(prepare), cfg, manifest, val_manifest)
+    run.record_data(manifest, data)
+    return data
 
-        if tuned:
-            run.register("sft", cfg, data, tuned.model_dir, mid)
-        run.register("final", rl_cfg, data, trained.model.model_dir, after)
 
-    paid = (
-        {
-            "paid_by": judge.to_dict(),
-            "hacking": hacking_check(run.metrics),
-            "judge_overlap": overlap,
-        }
-        if judge
-        else {}
-    )
+def train_steps(run: PipelineRun, cfg: RunConfig, data: Any) -> GrpoModels:
+    """evaluate (before) → [SFT → evaluate (sft)] → train → evaluate (after) → register."""
+    run.evaluate("before", cfg, cfg.model.path, data)
+    rl_cfg, tuned, mid = cfg, None, None
+    if cfg.sft.enabled:
+        sft_manifest = run.step("download[sft]", cached(download), sft_source_config(cfg))
+        sft_data = run.step("prepare[sft]", cached(prepare_sft), cfg, sft_manifest)
+        tuned = run.sft(cfg, sft_data.file, sft_data)
+        rl_cfg = with_policy(cfg, tuned.model_dir)  # GRPO starts from the SFT model
+        mid = run.evaluate("sft", rl_cfg, tuned.model_dir, data)
+
+    trained = run.train(rl_cfg, data)
+    after = run.evaluate("after", rl_cfg, trained.model.model_dir, data)
+
+    if tuned:
+        run.register("sft", cfg, data, tuned.model_dir, mid)
+    run.register("final", rl_cfg, data, trained.model.model_dir, after)
+    return GrpoModels(data, trained, tuned)
+
+
+def finish_grpo(run: PipelineRun, models: GrpoModels, **fields: Any) -> dict[str, Any]:
+    """The run summary (`PipelineRun.finish`) with the trained model; `fields` beside it."""
+    trained, tuned = models.trained, models.tuned
     return run.finish(
         trained_in=[trained.mlflow_run_id, tuned.mlflow_run_id if tuned else ""],
         checkpoint=trained.model.model_dir,
         global_step=trained.model.global_step,
-        **paid,
+        **fields,
     )
+
+
+def grpo_pipeline(cfg: RunConfig) -> dict[str, Any]:
+    """The GRPO pipelines' steps (judge-grpo's judges, rlvr's policies): download → prepare →
+    evaluate (before) → [SFT → evaluate (sft)] → train → evaluate (after) → register; returns
+    the run summary. A judge-paid policy adds its own steps around these (flows/rlvr_judged.py)."""
+    with PipelineRun(cfg) as run:
+        models = train_steps(run, cfg, prepare_steps(run, cfg))
+    return finish_grpo(run, models)

@@ -40,4 +40,9 @@ def rlvr(
     cfg = load_config(recipe, profile=profile, overrides=overrides or [], report=report)
     if cfg.mode != "rlvr":
         raise ValueError(f"recipe {recipe!r} trains mode={cfg.mode}; the rlvr flow trains policies")
+    if cfg.reward.paid_by_judge:  # its judge must be pinned and checked: rlvr-judged does that
+        raise ValueError(
+            f"recipe {recipe!r} is paid by a judge (reward.judge or reward.judge_url is set): run "
+            "it with the rlvr-judged flow (`judgeflow run` picks it by itself)"
+        )
     return grpo_pipeline(cfg)

@@ -8,11 +8,12 @@ Exceptions are matched by class (the libraries' own), and `raise … from` cause
 
 from __future__ import annotations
 
+import functools
 import logging
 import subprocess
 import time
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import ParamSpec, TypeVar
 
 import httpx
 from submitit.core.utils import FailedSubmissionError
@@ -22,6 +23,7 @@ from judgeflow.config import ConfigError
 from judgeflow.data.errors import DataError
 
 T = TypeVar("T")
+P = ParamSpec("P")
 logger = logging.getLogger("judgeflow.retries")
 
 #: Classes that are transient whatever their message: sbatch refusing a submission, and the
@@ -92,3 +94,17 @@ def retried(call: Callable[[], T], what: str, delays: Sequence[float] = RETRY_DE
             logger.warning("%s: %s (%s); again in %gs", what, type(exc).__name__, exc, delay)
             time.sleep(delay)
     raise AssertionError("unreachable")  # the last attempt returned or raised
+
+
+def retrying(what: str) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """Decorate a bookkeeping function so every call is `retried` (`what` names it in the
+    warning): the caller says what to record, not how to survive MLflow restarting."""
+
+    def decorate(function: Callable[P, T]) -> Callable[P, T]:
+        @functools.wraps(function)
+        def call(*args: P.args, **kwargs: P.kwargs) -> T:
+            return retried(lambda: function(*args, **kwargs), what)
+
+        return call
+
+    return decorate

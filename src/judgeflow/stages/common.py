@@ -10,6 +10,7 @@ from typing import Any
 
 from judgeflow.config import RunConfig
 from judgeflow.config.redaction import flatten
+from judgeflow.retries import retrying
 from judgeflow.storage import ArtifactStore, Manifest
 from judgeflow.tracking import Tracker, git_commit
 
@@ -89,6 +90,7 @@ def _short_hash(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
 
 
+@retrying("open the MLflow run")
 def start_tracking(
     cfg: RunConfig, *, run_name: str | None = None, tags: dict[str, str] | None = None
 ) -> Tracker:

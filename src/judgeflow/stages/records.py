@@ -2,9 +2,10 @@
 training lineage, each evaluation, the run summary and the before → after comparison, and the
 run's end.
 
-Plain functions over `Tracker`: they run inside the flow, not as task runs of their own, so the
-run graph shows the pipeline's steps alone. Those that feed the Prefect UI return the table it
-shows (`flows/pipeline_run.py` publishes it as an artifact).
+Plain functions over `Tracker`, each retried while MLflow fails transiently (`retrying`): they
+run inside the flow, not as task runs of their own, so the run graph shows the pipeline's steps
+alone. Those that feed the Prefect UI return the table it shows
+(`flows/pipeline_run.py` publishes it as an artifact).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from judgeflow import caching
 from judgeflow.config import RunConfig
 from judgeflow.console import comparison_rows
 from judgeflow.registry import sft_models
+from judgeflow.retries import retrying
 from judgeflow.stages.common import GrrmData, PreparedData, SftData, TrainedModel
 from judgeflow.stages.evaluate import decontamination_of
 from judgeflow.stages.jobs import metrics_spool
@@ -42,6 +44,7 @@ CURVES = (
 )
 
 
+@retrying("record the data report")
 def record_data(cfg: RunConfig, run_id: str, manifest: Manifest, data: PreparedData) -> Table:
     """Manifest, data report and counts into MLflow; returns the data-report table."""
     tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
@@ -84,6 +87,7 @@ def _record_manifest(tracker: Tracker, cfg: RunConfig, manifest: Manifest) -> No
     )
 
 
+@retrying("record the data reports")
 def record_grrm_data(cfg: RunConfig, run_id: str, manifest: Manifest, data: GrrmData) -> Table:
     """Manifest and GRRM's data reports (SFT, RL train, RL test) into MLflow; returns the
     data-report table."""
@@ -112,6 +116,7 @@ def _duplicate_counts(duplicates: dict[str, Any]) -> dict[str, int]:
     }
 
 
+@retrying("record the SFT model")
 def record_sft(
     cfg: RunConfig,
     run_id: str,
@@ -143,6 +148,7 @@ def record_sft(
     tracker.set_tags(tags)
 
 
+@retrying("record the trained model")
 def record_training(cfg: RunConfig, run_id: str, outcome: Any) -> None:
     """Where the model is and which job/run trained it (a cached model: an earlier run), and
     the metrics its job could not deliver while MLflow was down (`metrics-spool.jsonl`)."""
@@ -162,6 +168,7 @@ def record_training(cfg: RunConfig, run_id: str, outcome: Any) -> None:
     )
 
 
+@retrying("record an evaluation")
 def record_evaluation(
     cfg: RunConfig, run_id: str, label: str, result: dict[str, Any]
 ) -> dict[str, float]:
@@ -213,6 +220,7 @@ def summary_table(rows: Table, *, link: str, jobs: dict[str, list[str]]) -> Tabl
     return [{k: v for k, v in e.items() if k not in optional or k in used} for e in table]
 
 
+@retrying("record the run summary")
 def record_summary(cfg: RunConfig, run_id: str, rows: Table, jobs: dict[str, list[str]]) -> Table:
     """The run-summary table (stage, status, duration, key metrics, jobs, MLflow link), and
     `judgeflow.cached.<stage>` tags on the MLflow run."""
@@ -222,6 +230,7 @@ def record_summary(cfg: RunConfig, run_id: str, rows: Table, jobs: dict[str, lis
     return table
 
 
+@retrying("record the comparison")
 def record_comparison(
     cfg: RunConfig,
     run_id: str,
@@ -264,6 +273,7 @@ def record_comparison(
     return rows
 
 
+@retrying("close the MLflow run")
 def finish_run(
     cfg: RunConfig, run_id: str, summary: dict[str, Any], status: str = "FINISHED"
 ) -> None:
@@ -286,6 +296,7 @@ def _job_stage(stage: str) -> str:
     return stage.replace("[", "-").rstrip("]")
 
 
+@retrying("check the judge's training questions")
 def record_judge_overlap(
     cfg: RunConfig, run_id: str, judge_weights: str, data: PreparedData
 ) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from judgeflow.registry.paying_judge import (
     TAG_REWARD_JUDGE_MODE,
     TAG_REWARD_JUDGE_RUN,
 )
+from judgeflow.retries import retrying
 from judgeflow.stages.evaluate import decontamination_of
 from judgeflow.tracking import Tracker
 
@@ -70,6 +71,7 @@ def gate_params(cfg: RunConfig, kind: str = "final") -> dict[str, Any]:
     }
 
 
+@retrying("look up the champion")
 def champion_to_measure(
     cfg: RunConfig, kind: str, evaluation: Mapping[str, Any] | None
 ) -> VersionInfo | None:
