@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from judgeflow.cli.commands import app
+from judgeflow.cli.typer_app import app
 from judgeflow.samples import sample_path
 
 runner = CliRunner()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judgeflow.cli.commands import app
+from judgeflow.cli.typer_app import app
 
 
 def test_render_slurm_recipe_prints_sbatch_stage_and_engine_commands(

@@ -19,7 +19,8 @@ import pytest
 from servers import FilesBehindBasicAuth
 from typer.testing import CliRunner
 
-from judgeflow.cli.commands import _secrets_out_of_parameters, app
+from judgeflow.cli.recipes import _secrets_out_of_parameters
+from judgeflow.cli.typer_app import app
 from judgeflow.cluster import JobSpec, render_sbatch, submit
 from judgeflow.cluster.job import SECRET_ENV
 from judgeflow.config import ConfigError, load_config

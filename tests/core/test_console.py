@@ -128,7 +128,7 @@ def test_step_lines_are_one_short_readable_line() -> None:
 
 
 def test_a_new_judgeflow_home_gets_its_tiny_model_built(tmp_path: Path, monkeypatch) -> None:
-    from judgeflow.cli.commands import _ensure_model
+    from judgeflow.cli.recipes import _ensure_model
 
     monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path))
     _ensure_model(str(tmp_path / "tiny-model"))

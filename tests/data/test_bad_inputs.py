@@ -31,7 +31,7 @@ from data_testrows import pointwise_row, resave
 from typer.testing import CliRunner
 
 import judgeflow.samples
-from judgeflow.cli.commands import app
+from judgeflow.cli.typer_app import app
 from judgeflow.config.hints import JUDGE_FLAGS, config_override
 from judgeflow.data import (
     DataError,
@@ -363,7 +363,7 @@ def test_a_write_that_runs_out_of_space_publishes_nothing(
 ) -> None:
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    code = "import sys; from judgeflow.cli.commands import app; sys.argv[0] = 'judgeflow'; app()"
+    code = "import sys; from judgeflow.cli.typer_app import app; sys.argv[0] = 'judgeflow'; app()"
     args = [*command, "--input", str(source), "--output", str(out_dir / "data.parquet")]
     result = subprocess.run(
         [sys.executable, "-c", code, *args],

@@ -25,7 +25,7 @@ from fsspec.implementations.http import HTTPStreamFile
 from typer.testing import CliRunner
 
 import judgeflow.samples
-from judgeflow.cli.commands import app
+from judgeflow.cli.typer_app import app
 from judgeflow.data import prepare_grrm_rl, prepare_grrm_rl_sharded, prepare_grrm_sft, prepare_judge
 from judgeflow.data.jsonl import BOM
 from judgeflow.data.sft import prepare_sft_messages

@@ -188,7 +188,7 @@ def test_render_shows_the_judging_job_and_its_verl_command(
 ) -> None:
     from typer.testing import CliRunner
 
-    from judgeflow.cli.commands import app
+    from judgeflow.cli.typer_app import app
 
     monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path))
     runner = CliRunner()

@@ -15,7 +15,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from typer.testing import CliRunner
 
-from judgeflow.cli.commands import app
+from judgeflow.cli.typer_app import app
 from judgeflow.config import RunConfig, load_config
 from judgeflow.data import prepare_judge
 from judgeflow.data.prompt_hashes import judge_prompt_hash

@@ -1,4 +1,4 @@
-"""`judgeflow evaluate MODEL --data URI`: any judge on any data, outside a pipeline.
+"""`judgeflow evaluate MODEL --data URI`: any judge or policy on any data, outside a pipeline.
 
 MODEL is a registered version (`models:/NAME@champion`, `models:/NAME/3`), a model directory,
 an artifact-store URI or a hub id. URI is prepared verl RL parquet, or raw data prepared here

@@ -30,7 +30,7 @@ def main() -> None:
         start_local_server(judgeflow_home(), quiet_console=sys.stdout.isatty())
     code = 0
     try:
-        from judgeflow.cli.commands import app
+        from judgeflow.cli.typer_app import app
 
         app()
     except SystemExit as exc:

@@ -1,0 +1,47 @@
+"""`judgeflow dev tiny-model|demo-data`: the offline assets the tests and the demo run on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from judgeflow.cli.common import console
+
+dev_app = typer.Typer(no_args_is_help=True, help="Development helpers (tiny model, …).")
+
+
+@dev_app.command("tiny-model")
+def tiny_model_cmd(
+    out_dir: Annotated[Path, typer.Argument(help="Directory to write the tokenizer and model to.")],
+    seed: Annotated[int, typer.Option(help="Seed of the random initialisation.")] = 0,
+) -> None:
+    """Build a tiny random-init Qwen2 model and tokenizer offline (CPU tests and the demo)."""
+    from judgeflow.dev.tiny_model import build_tiny_model
+
+    path = build_tiny_model(out_dir, seed=seed)
+    console.print(f"[green]tiny model[/] {path}")
+
+
+@dev_app.command("demo-data")
+def demo_data_cmd(
+    out_dir: Annotated[
+        Path, typer.Argument(help="Directory to write the tinyjudge_*.jsonl files to.")
+    ],
+    rlvr: Annotated[
+        bool, typer.Option("--rlvr", help="The RLVR demo's tinyrlvr*.jsonl (samples/rlvr/).")
+    ] = False,
+    judged: Annotated[
+        bool,
+        typer.Option(
+            "--judged", help="The judge-paid demo's tinyjudged*.jsonl (samples/rlvr_judged/)."
+        ),
+    ] = False,
+) -> None:
+    """Write the tiny demo's sample data (what judgeflow ships in samples/) again."""
+    from judgeflow.dev import demo_data, judged_demo_data, rlvr_demo_data
+
+    module = judged_demo_data if judged else rlvr_demo_data if rlvr else demo_data
+    for path in module.write_demo_data(out_dir):
+        console.print(f"[green]wrote[/] {path}")
