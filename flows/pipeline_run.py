@@ -27,8 +27,8 @@ from judgeflow.config import RunConfig, with_policy
 from judgeflow.console import comparison_rows, report_stage
 from judgeflow.stages import records, sft_source_config, val_source_config
 from judgeflow.stages.register import champion_config, champion_to_measure, registered_name
-from judgeflow.tracking import resolve_tracking_uri
-from tasks.credentials import use_job_secrets, use_storage_credentials
+from judgeflow.tracking import Tracker, resolve_tracking_uri
+from tasks.credentials import use_secrets
 from tasks.data import download, prepare
 from tasks.evaluate import evaluate
 from tasks.policies import cached, cached_job
@@ -96,9 +96,9 @@ class PipelineRun:
     ) -> None:
         """`labels`: the evaluations the run compares, in the comparison's order; `tags`: more
         tags of the MLflow run (the judge that pays a policy)."""
-        use_storage_credentials(cfg)  # storage.credentials_block: keys into the env, not params
-        use_job_secrets(cfg)  # cluster.secrets=prefect:BLOCK: the same, for the stage jobs
-        self.cfg, self.labels = cfg, list(labels)
+        use_secrets(cfg)  # Secret blocks it names: into the environment, never into parameters
+        self.cfg = cfg
+        self.labels = list(labels)
         self.flow_run_id = str(flow_run.get_id() or "")
         tags = {
             "prefect.flow_run_id": self.flow_run_id,
@@ -106,7 +106,8 @@ class PipelineRun:
             **(tags or {}),
         }
         run_name = f"{cfg.recipe}:{flow_run.get_name()}"
-        self.run_id: str = stages.start_tracking(cfg, run_name=run_name, tags=tags).run_id
+        self.tracker = stages.start_tracking(cfg, run_name=run_name, tags=tags)
+        self.run_id = self.tracker.run_id
         self.steps = StageRecorder()
         self.metrics: dict[str, float] = {}
         self.registry: dict[str, dict[str, Any]] = {}
@@ -123,19 +124,19 @@ class PipelineRun:
         if error is not None:
             self._publish_summary()
             failed = {"mlflow_run_id": self.run_id, "error": repr(error)}
-            records.finish_run(self.cfg, self.run_id, failed, status="FAILED")
+            records.finish_run(self.tracker, failed, status="FAILED")
 
     def step(self, name: str, task: Any, *args: Any) -> Any:
         """Run a step's task; the run summary says whether it ran or came from the cache."""
         return self.steps(name, task, *args)
 
     def record_data(self, manifest: Any, data: stages.PreparedData) -> None:
-        table = records.record_data(self.cfg, self.run_id, manifest, data)
+        table = records.record_data(self.tracker, self.cfg, manifest, data)
         description = f"Data report for {self.cfg.recipe}: {data.report_file}"
         create_table_artifact(key="data-report", table=table, description=description)
 
     def record_grrm_data(self, manifest: Any, data: stages.GrrmData) -> None:
-        table = records.record_grrm_data(self.cfg, self.run_id, manifest, data)
+        table = records.record_grrm_data(self.tracker, self.cfg, manifest, data)
         description = f"GRRM data for {self.cfg.recipe}"
         create_table_artifact(key="data-report", table=table, description=description)
 
@@ -150,13 +151,13 @@ class PipelineRun:
         result: dict[str, Any] = self.steps(
             name, cached(evaluate), cfg, model_dir, data, self.run_id, label
         )
-        self.metrics |= records.record_evaluation(self.cfg, self.run_id, label, result)
+        self.metrics |= records.record_evaluation(self.tracker, self.cfg, label, result)
         return result
 
     def sft(self, cfg: RunConfig, sft_file: str, data: stages.SftData | None = None) -> SftOutcome:
         """The SFT step (a job, cached) and its lineage tags."""
         tuned: SftOutcome = self.steps("sft", cached_job(sft, self.cfg), cfg, sft_file, self.run_id)
-        records.record_sft(self.cfg, self.run_id, tuned, sft_file, data)
+        records.record_sft(self.tracker, self.cfg, tuned, sft_file, data)
         self.steps.add_metrics("sft", tuned.metrics)
         return tuned
 
@@ -165,7 +166,7 @@ class PipelineRun:
         trained: TrainOutcome = self.steps(
             "train", cached_job(train, self.cfg), cfg, data, self.run_id
         )
-        records.record_training(cfg, self.run_id, trained)
+        records.record_training(self.tracker, cfg, trained)
         model = trained.model
         self.steps.add_metrics("train", {"global_step": model.global_step, **model.metrics})
         return trained
@@ -199,7 +200,7 @@ class PipelineRun:
                 self.steps.add_metrics(row["stage"], own)
         table = self._publish_summary()
         comparison = records.record_comparison(
-            self.cfg, self.run_id, self.metrics, self.labels, trained_in
+            self.tracker, self.cfg, self.metrics, self.labels, trained_in
         )
         if comparison:
             create_table_artifact(
@@ -218,7 +219,7 @@ class PipelineRun:
             "stages": {row["stage"]: row["status"] for row in self.steps.rows},
             "registry": self.registry,
         }
-        records.finish_run(self.cfg, self.run_id, summary)
+        records.finish_run(self.tracker, summary)
         return summary
 
     def _publish_summary(self) -> records.Table:
@@ -228,7 +229,7 @@ class PipelineRun:
             if self.cfg.cluster.backend == "slurm"
             else {}
         )
-        table = records.record_summary(self.cfg, self.run_id, self.steps.rows, jobs)
+        table = records.record_summary(self.tracker, self.steps.rows, jobs)
         create_table_artifact(
             key="run-summary",
             table=table,
@@ -269,7 +270,9 @@ def register_model(
                 run_id,
                 label,
             )
-            champion_metrics = records.record_evaluation(cfg, run_id, label, measured)
+            champion_metrics = records.record_evaluation(
+                Tracker.attach(run_id, cfg.tracking.tracking_uri), cfg, label, measured
+            )
         decision: dict[str, Any] = steps(
             f"register[{kind}]",
             register,

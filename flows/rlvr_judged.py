@@ -55,7 +55,7 @@ def rlvr_judged(
         data = prepare_steps(run, cfg)
         overlap = None
         if judge is not None and judge.weights:  # evaluated on questions the judge trained on?
-            overlap = records.record_judge_overlap(cfg, run.run_id, str(judge.weights), data)
+            overlap = records.record_judge_overlap(run.tracker, cfg, str(judge.weights), data)
         models = train_steps(run, cfg, data)
     hacking = hacking_check(run.metrics)  # did the judge's reward and the measure move apart?
     paid = {"paid_by": judge.to_dict(), "judge_overlap": overlap} if judge else {}

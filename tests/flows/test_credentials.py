@@ -37,7 +37,7 @@ def test_credentials_from_a_block_reach_s3_and_nothing_else(
     from prefect.blocks.system import Secret
 
     from judgeflow import stages
-    from tasks.credentials import use_storage_credentials
+    from tasks.credentials import use_secrets
 
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
                  "AWS_ENDPOINT_URL", "FSSPEC_S3_ENDPOINT_URL", "AWS_DEFAULT_REGION"):  # fmt: skip
@@ -55,7 +55,7 @@ def test_credentials_from_a_block_reach_s3_and_nothing_else(
     @flow(name="credentials-check")
     def check(recipe: str, overrides: list[str]) -> tuple[list[str], str | None]:
         cfg = load_config(recipe, profile="tiny", overrides=overrides)
-        names = use_storage_credentials(cfg)
+        names = use_secrets(cfg)
         return names, stages.download_stage(cfg).uri
 
     state = check("grpo-pointwise", overrides, return_state=True)

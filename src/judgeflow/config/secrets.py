@@ -21,11 +21,15 @@ process that downloads it, not by a job: `judgeflow run --set` passes the URL wi
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
+from judgeflow.config.credentials import credential_env
 from judgeflow.config.errors import ConfigError
 from judgeflow.config.infrastructure import ClusterConfig
 from judgeflow.config.inputs import DATA_URL_KEYS
@@ -141,3 +145,28 @@ def secret_variables(cluster: ClusterConfig, environ: Iterable[str] | None = Non
         if scheme == "env" and where in names:
             hidden.add(where)
     return sorted(hidden)
+
+
+#: A Prefect Secret block to load and what its value becomes: the variables to set.
+BlockToEnv = tuple[str, Callable[[Any], dict[str, str]]]
+
+
+def blocks_to_load(credentials_block: str | None, cluster: ClusterConfig) -> list[BlockToEnv]:
+    """The Prefect Secret blocks a run loads into its process's environment before its steps, each
+    with the variables its value becomes: `storage.credentials_block` (the storage keys,
+    `credential_env`) and each `cluster.secrets` value prefect:BLOCK (one variable per block,
+    `block_env_name`, which the stage jobs read)."""
+    blocks: list[BlockToEnv] = []
+    if credentials_block:
+        blocks.append(
+            (credentials_block, functools.partial(credential_env, name=credentials_block))
+        )
+    for key, ref in cluster.secrets.items():
+        scheme, block = reference(ref, key)
+        if scheme == "prefect":
+            blocks.append((block, functools.partial(_block_value_env, block)))
+    return blocks
+
+
+def _block_value_env(block: str, value: Any) -> dict[str, str]:
+    return {block_env_name(block): value if isinstance(value, str) else json.dumps(value)}

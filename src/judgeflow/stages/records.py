@@ -2,7 +2,7 @@
 training lineage, each evaluation, the run summary and the before → after comparison, and the
 run's end.
 
-Plain functions over `Tracker`, each retried while MLflow fails transiently (`retrying`): they
+Plain functions over the run's `Tracker`, each retried while MLflow fails transiently (`retrying`): they
 run inside the flow, not as task runs of their own, so the run graph shows the pipeline's steps
 alone. Those that feed the Prefect UI return the table it shows
 (`flows/pipeline_run.py` publishes it as an artifact).
@@ -45,9 +45,8 @@ CURVES = (
 
 
 @retrying("record the data report")
-def record_data(cfg: RunConfig, run_id: str, manifest: Manifest, data: PreparedData) -> Table:
+def record_data(tracker: Tracker, cfg: RunConfig, manifest: Manifest, data: PreparedData) -> Table:
     """Manifest, data report and counts into MLflow; returns the data-report table."""
-    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
     _record_manifest(tracker, cfg, manifest)
     tracker.log_dict(data.report, f"data/{Path(data.report_file).name}")  # also when on S3
     counts = data.report["counts"]
@@ -88,10 +87,9 @@ def _record_manifest(tracker: Tracker, cfg: RunConfig, manifest: Manifest) -> No
 
 
 @retrying("record the data reports")
-def record_grrm_data(cfg: RunConfig, run_id: str, manifest: Manifest, data: GrrmData) -> Table:
+def record_grrm_data(tracker: Tracker, cfg: RunConfig, manifest: Manifest, data: GrrmData) -> Table:
     """Manifest and GRRM's data reports (SFT, RL train, RL test) into MLflow; returns the
     data-report table."""
-    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
     _record_manifest(tracker, cfg, manifest)
     rows = []
     for name, (report_file, report) in data.reports.items():
@@ -118,8 +116,8 @@ def _duplicate_counts(duplicates: dict[str, Any]) -> dict[str, int]:
 
 @retrying("record the SFT model")
 def record_sft(
+    tracker: Tracker,
     cfg: RunConfig,
-    run_id: str,
     outcome: Any,
     sft_file: str,
     data: SftData | None = None,
@@ -127,10 +125,9 @@ def record_sft(
     """Lineage: which SFT model RL starts from, which job and run trained it, on what data (its
     preparation report too); and the SFT metrics its job could not deliver while MLflow was
     down."""
-    trained_in = outcome.mlflow_run_id or run_id
+    trained_in = outcome.mlflow_run_id or tracker.run_id
     spool = metrics_spool(cfg, trained_in, "sft")
-    Tracker.attach(trained_in, cfg.tracking.tracking_uri).replay_spool(spool)
-    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
+    Tracker.attach(trained_in, tracker.tracking_uri).replay_spool(spool)
     tags = {
         sft_models.SFT_KEY_TAG: caching.sft_key(cfg, sft_file),
         sft_models.SFT_MODEL_TAG: outcome.model_dir,
@@ -149,14 +146,14 @@ def record_sft(
 
 
 @retrying("record the trained model")
-def record_training(cfg: RunConfig, run_id: str, outcome: Any) -> None:
+def record_training(tracker: Tracker, cfg: RunConfig, outcome: Any) -> None:
     """Where the model is and which job/run trained it (a cached model: an earlier run), and
     the metrics its job could not deliver while MLflow was down (`metrics-spool.jsonl`)."""
     model: TrainedModel = outcome.model
-    trained_in = outcome.mlflow_run_id or run_id
+    trained_in = outcome.mlflow_run_id or tracker.run_id
     spool = metrics_spool(cfg, trained_in, "train")
-    Tracker.attach(trained_in, cfg.tracking.tracking_uri).replay_spool(spool)
-    Tracker.attach(run_id, cfg.tracking.tracking_uri).set_tags(
+    Tracker.attach(trained_in, tracker.tracking_uri).replay_spool(spool)
+    tracker.set_tags(
         {
             "judgeflow.train.job_id": outcome.job_id,
             "judgeflow.train.mlflow_run_id": outcome.mlflow_run_id,
@@ -170,7 +167,7 @@ def record_training(cfg: RunConfig, run_id: str, outcome: Any) -> None:
 
 @retrying("record an evaluation")
 def record_evaluation(
-    cfg: RunConfig, run_id: str, label: str, result: dict[str, Any]
+    tracker: Tracker, cfg: RunConfig, label: str, result: dict[str, Any]
 ) -> dict[str, float]:
     """Log `eval/<metric>` as `<label>/<metric>` (e.g. before/accuracy), what decontamination
     found (tag `judgeflow.decontamination.<label>`: checked, overlap-allowed or unchecked), the
@@ -179,7 +176,6 @@ def record_evaluation(
     from judgeflow.evaluation import JudgeEvaluation, write_evaluation_artifacts
 
     metrics = {f"{label}/{k.removeprefix('eval/')}": v for k, v in result["metrics"].items()}
-    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
     tracker.log_metrics(metrics)
     if checked := decontamination_of(result):
         tracker.set_tags({f"judgeflow.decontamination.{label}": checked})
@@ -221,19 +217,18 @@ def summary_table(rows: Table, *, link: str, jobs: dict[str, list[str]]) -> Tabl
 
 
 @retrying("record the run summary")
-def record_summary(cfg: RunConfig, run_id: str, rows: Table, jobs: dict[str, list[str]]) -> Table:
+def record_summary(tracker: Tracker, rows: Table, jobs: dict[str, list[str]]) -> Table:
     """The run-summary table (stage, status, duration, key metrics, jobs, MLflow link), and
     `judgeflow.cached.<stage>` tags on the MLflow run."""
-    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
-    table = summary_table(rows, link=tracker.url() or f"mlflow run {run_id}", jobs=jobs)
+    table = summary_table(rows, link=tracker.url() or f"mlflow run {tracker.run_id}", jobs=jobs)
     tracker.set_tags({_tag(row["stage"]): str(row["status"] == "cached").lower() for row in rows})
     return table
 
 
 @retrying("record the comparison")
 def record_comparison(
+    tracker: Tracker,
     cfg: RunConfig,
-    run_id: str,
     metrics: dict[str, float],
     labels: list[str],
     trained_in: list[str] | None = None,
@@ -247,11 +242,10 @@ def record_comparison(
     from judgeflow.evaluation.plots import plot_comparison, plot_curves
 
     rows = comparison_rows(metrics, labels)
-    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
     sources = [tracker] + [
-        Tracker.attach(other, cfg.tracking.tracking_uri)
+        Tracker.attach(other, tracker.tracking_uri)
         for other in dict.fromkeys(trained_in or [])
-        if other and other != run_id
+        if other and other != tracker.run_id
     ]
     with tempfile.TemporaryDirectory() as tmp:
         curves = {
@@ -274,11 +268,8 @@ def record_comparison(
 
 
 @retrying("close the MLflow run")
-def finish_run(
-    cfg: RunConfig, run_id: str, summary: dict[str, Any], status: str = "FINISHED"
-) -> None:
+def finish_run(tracker: Tracker, summary: dict[str, Any], status: str = "FINISHED") -> None:
     """Record what the run produced and close it."""
-    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
     tracker.set_tags(
         {"judgeflow.checkpoint": summary.get("checkpoint"), "judgeflow.status": status}
     )
@@ -298,7 +289,7 @@ def _job_stage(stage: str) -> str:
 
 @retrying("check the judge's training questions")
 def record_judge_overlap(
-    cfg: RunConfig, run_id: str, judge_weights: str, data: PreparedData
+    tracker: Tracker, cfg: RunConfig, judge_weights: str, data: PreparedData
 ) -> dict[str, Any]:
     """Whether the policy's evaluation questions are among those its paying judge trained on
     (`decontamination.judge_overlap`): tag `judgeflow.reward.judge_overlap` (checked, overlap or
@@ -313,7 +304,6 @@ def record_judge_overlap(
         return {"status": "unchecked", "rows": 0, "overlapping_rows": None, "examples": []}
     rows = pq.read_table(fetch(cfg, data.val_file)).to_pylist()
     found = judge_overlap(local_weights(judge_weights, cfg.storage.root), rows)
-    tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
     tracker.set_tags({"judgeflow.reward.judge_overlap": found["status"]})
     if found["overlapping_rows"] is not None:
         tracker.log_metrics({"judge_overlap_rows": float(found["overlapping_rows"])})
