@@ -19,6 +19,7 @@ from judgeflow.cli.common import (
     user_errors,
     wide_console,
 )
+from judgeflow.cli.interrupts import noting_interrupts, raise_if_interrupted
 from judgeflow.modes import JUDGE_MODELS
 
 #: The command line's choices, made from `judgeflow.modes` (typer needs an Enum).
@@ -68,7 +69,7 @@ def judge_cmd(
         # One judging per output: here, before the MLflow run; on Slurm the job claims it.
         local = cfg.cluster.backend != "slurm"
         claim = claim_output(output, data) if local else contextlib.nullcontext()
-        with claim:
+        with claim, noting_interrupts():  # a Ctrl-C stops it even if a library swallowed it
             tracker = start_judging_run(cfg, model, version, data)
             summary = _judge_with_bar(cfg, model_uri, data, output, tracker, version, skip_invalid, out)  # fmt: skip
         record_judging(tracker, summary)
@@ -98,6 +99,7 @@ def _judge_with_bar(
         task = bar.add_task("judging", total=None)
 
         def progress(done: int, total: int) -> None:
+            raise_if_interrupted()  # between batches: their verdicts are recorded
             bar.update(task, completed=done, total=total or None)
 
         ref = version or model_uri
