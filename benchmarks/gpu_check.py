@@ -357,6 +357,10 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    from judgeflow.log_setup import JOB_FORMAT, show_logs
+
+    show_logs(stream="stdout", fmt=JOB_FORMAT)  # the engine's step lines, as a job shows them
+
     out = args.out or Path(tempfile.mkdtemp(prefix="gpu_check-"))
     out.mkdir(parents=True, exist_ok=True)
     sft_dir, data_dir = args.data / "sft", args.data / "data"

@@ -5,6 +5,7 @@ Services are started once per session, on loopback, and stopped at the end.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import subprocess
@@ -88,6 +89,18 @@ def nothing_of_the_session_left() -> Iterator[None]:
     assert not left, "the test session left running:\n" + "\n".join(
         f"process {pid}: {cmd[:200]}" for pid, cmd in left.items()
     )
+
+
+@pytest.fixture(autouse=True)
+def judgeflow_logging_as_it_was() -> Iterator[None]:
+    """A test that runs an entry point in this process (the CLI's callback, a job's main) sets up
+    judgeflow's logging for the process (`judgeflow.log_setup`); the next test finds it undone."""
+    logger = logging.getLogger("judgeflow")
+    level, propagate, handlers = logger.level, logger.propagate, list(logger.handlers)
+    yield
+    logger.setLevel(level)
+    logger.propagate = propagate
+    logger.handlers[:] = handlers
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ the only module that imports mlflow.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
@@ -26,6 +27,8 @@ from judgeflow.config.secrets import MLFLOW_CREDENTIAL_ENV
 _METRIC_NAME = re.compile(r"[^\w\-. /:]")
 _MAX_PARAM = 6000
 _BATCH = 900
+
+logger = logging.getLogger(__name__)
 
 
 def resolve_tracking_uri(configured: str | None = None) -> str:
@@ -273,8 +276,8 @@ class BackgroundMetrics:
                 try:
                     self.tracker.log_metrics(*item)
                 except Exception as exc:  # not transient: say so, keep training
-                    print(
-                        f"[judgeflow] MLflow refused metrics of step {item[1]}: {exc}", flush=True
+                    logger.warning(
+                        "[judgeflow] MLflow refused metrics of step %s: %s", item[1], exc
                     )
 
     def close(self, timeout_s: float = 120.0) -> bool:

@@ -9,6 +9,7 @@ from its last checkpoint, simply runs again.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from dataclasses import dataclass, field, replace
@@ -23,6 +24,8 @@ FAILURE_FILE = "failure.json"
 FLOW_HEARTBEAT_FILE = "followed"
 SECRET_ENV = "secret_env"  # the key of a job's secrets in its input file (`secrets_file`)
 PYTHON = "@python"  # in a command: the job's own interpreter (a container's, on a cluster)
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -80,12 +83,14 @@ class JobRunner(submitit.helpers.Checkpointable):
 
     def __call__(self, spec: JobSpec) -> dict[str, Any] | None:
         from judgeflow.cluster.procs import exit_on_signals
+        from judgeflow.log_setup import JOB_FORMAT, show_logs
 
+        show_logs(stream="stdout", fmt=JOB_FORMAT)  # the job's log file, a flushed line each
         # submitit ignores SIGTERM: from here on it stops the job (and, nested, what it started).
         # A cancel that came before this line was swallowed; the job's own state tells.
-        with exit_on_signals(print):
+        with exit_on_signals(logger.warning):
             if _cancelled_before_start():
-                print("[judgeflow] the job was cancelled as it started; stopping", flush=True)
+                logger.warning("[judgeflow] the job was cancelled as it started; stopping")
                 raise SystemExit(143)
             return self._run(spec)
 
@@ -100,10 +105,10 @@ class JobRunner(submitit.helpers.Checkpointable):
             spec.result_path.unlink(missing_ok=True)
             spec.failure_path.unlink(missing_ok=True)
             _stop_when_orphaned(spec)
-        print(
-            f"[judgeflow] stage {spec.name}: rank {alloc.rank}/{alloc.world} on {alloc.node_name}",
-            flush=True,
-        )
+        logger.info(
+            "[judgeflow] stage %s: rank %s/%s on %s",
+            spec.name, alloc.rank, alloc.world, alloc.node_name,
+        )  # fmt: skip
         if spec.torchrun:
             env.update(_torchrun_env(alloc, log_dir=str(Path(spec.workdir) / "torchrun")))
             code = _run_plain(spec.command, env)
@@ -158,7 +163,7 @@ def _stop_when_orphaned(spec: JobSpec) -> None:
             f"stage {spec.name}: stopped because nothing followed the job for {silent_s:.0f}s "
             f"(the flow that submitted it is gone; {spec.flow_heartbeat_path} unchanged)"
         )
-        print(f"[judgeflow] {reason}", flush=True)
+        logger.warning("[judgeflow] %s", reason)
         atomic_write_text(spec.failure_path, json.dumps({"reason": reason, "retryable": False}))
         os.kill(os.getpid(), signal.SIGTERM)  # exit_on_signals stops what the job started
 

@@ -14,6 +14,7 @@ LLaMA-Factory and verl engines.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -34,6 +35,7 @@ TREE_ENV = "JUDGEFLOW_PROC_TREE"
 _POLL_S = 0.1
 
 Log = Callable[[str], None]
+logger = logging.getLogger(__name__)
 
 
 def _proc_ids(pid: int) -> tuple[int, int] | None:
@@ -125,7 +127,7 @@ class ProcessTree:
         """Live processes of this tree (the leader included while it runs)."""
         return tree_pids(self.proc.pid, self.marker, self.temp_dir)
 
-    def stop(self, grace_s: float, log: Log = print) -> None:
+    def stop(self, grace_s: float, log: Log = logger.warning) -> None:
         """SIGTERM the leader, wait, then SIGTERM and finally SIGKILL whatever is left."""
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -156,7 +158,7 @@ def run_tree(
     *,
     grace_s: float = 60.0,
     name: str | None = None,
-    log: Log = print,
+    log: Log = logger.warning,
     on_line: Callable[[str], None] | None = None,
 ) -> int:
     """Run `command` with our stdout/stderr and return its exit code. On any exception
@@ -195,7 +197,7 @@ def exit_on_signals(log: Log) -> Iterator[Callable[[], None]]:
     armed, pending = [True], [0]
 
     def handler(signum: int, _frame: FrameType | None) -> None:
-        with contextlib.suppress(RuntimeError):  # print() is not reentrant
+        with contextlib.suppress(RuntimeError):  # a `log` that prints: print() is not reentrant
             log(f"[judgeflow] got {signal.Signals(signum).name}; tearing down")
         if not armed[0]:
             pending[0] = pending[0] or signum

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -44,6 +45,7 @@ from judgeflow.cluster.net import free_ports, node_ip
 from judgeflow.cluster.procs import ProcessTree, exit_on_signals
 from judgeflow.cluster.temp_dirs import OwnedDir, sweep_stale
 from judgeflow.data.io import atomic_write_text
+from judgeflow.log_setup import JOB_FORMAT, show_logs
 
 __all__ = [
     "Allocation",
@@ -56,6 +58,7 @@ __all__ = [
 ]
 
 Log = Callable[[str], None]
+logger = logging.getLogger("judgeflow.cluster.ray_bootstrap")  # also when run as __main__
 
 HEAD_FILE = "head.json"
 TEMP_PREFIX = "jf-ray-"  # per-job temp dirs: jf-ray-<job>-<rank>-<random>
@@ -479,7 +482,7 @@ def run_in_ray_cluster(
     num_gpus: int | None = None,
     num_cpus: int | None = None,
     dashboard: bool = False,
-    log: Log = print,
+    log: Log = logger.info,
     object_store_memory: int | None = None,
     stop_grace_s: float = 15,
     node_timeout_s: float = 60,
@@ -569,9 +572,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if alloc.rank == 0 and not command:
         _parser().error("rank 0 needs a driver command after --")
 
-    def log(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
+    show_logs(stream="stderr", fmt=JOB_FORMAT)  # each rank's log: a flushed line per record
     try:
         return run_in_ray_cluster(
             alloc,
@@ -580,12 +581,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             num_cpus=args.num_cpus,
             num_gpus=args.num_gpus,
             dashboard=args.dashboard,
-            log=log,
             object_store_memory=args.object_store_memory,
             node_timeout_s=args.node_timeout,
         )
     except RayBootstrapError as exc:
-        log(f"[ray-bootstrap] error: {exc}")
+        logger.error("[ray-bootstrap] error: %s", exc)
         return 1
 
 

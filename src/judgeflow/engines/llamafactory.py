@@ -11,6 +11,7 @@ turns LLaMA-Factory's `trainer_log.jsonl` (one JSON object per logging step, wri
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
@@ -47,6 +48,7 @@ Progress = Callable[[int, int], None]
 #: LLaMA-Factory's own output (its logs, the Trainer's bars and dicts) goes here, in output_dir.
 ENGINE_LOG = "llamafactory.log"
 _FAILURE_TAIL_LINES = 40
+logger = logging.getLogger(__name__)
 
 #: The file LLaMA-Factory's LogCallback appends to in `output_dir` (0.9.x).
 TRAINER_LOG = "trainer_log.jsonl"
@@ -352,14 +354,14 @@ def run_sft(
 
     The dataset registration and YAML go to `work_dir` (default `<output_dir>/judgeflow/`, so
     the model directory records how it was trained). LLaMA-Factory's own output goes to
-    `<output_dir>/llamafactory.log`; this process prints one readable line per logging step
-    instead (to `on_line`, default stdout). Metrics are sent to `metrics_sink(metrics, step)`
-    as LLaMA-Factory logs them, and the end-of-run summary (`train_results.json`) as
-    `sft/summary/*`; `progress(step, total)` follows the steps. `env` is added to the
-    environment (e.g. `torchrun_env(...)`). Raises `SftError`, with the end of the log, when
-    the command fails.
+    `<output_dir>/llamafactory.log`; this process gives one readable line per logging step
+    instead (to `on_line`, default an INFO record, which a job shows on its output). Metrics
+    are sent to `metrics_sink(metrics, step)` as LLaMA-Factory logs them, and the end-of-run
+    summary (`train_results.json`) as `sft/summary/*`; `progress(step, total)` follows the
+    steps. `env` is added to the environment (e.g. `torchrun_env(...)`). Raises `SftError`,
+    with the end of the log, when the command fails.
     """
-    say = on_line or _print_line
+    say = on_line or logger.info
     parquet = Path(sft_parquet).resolve()
     if not parquet.is_file():
         raise FileNotFoundError(f"{parquet}: SFT parquet not found")
@@ -438,10 +440,6 @@ def sft_line(step: int, total: int, metrics: Mapping[str, float]) -> str:
     if "sft/learning_rate" in metrics:
         parts.append(f"lr {metrics['sft/learning_rate']:.1e}")
     return " | ".join(parts)
-
-
-def _print_line(line: str) -> None:
-    print(line, flush=True)  # a job's stdout is a file: flush so the log streams per step
 
 
 def _tail(path: Path, lines: int) -> str:

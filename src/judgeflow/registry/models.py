@@ -22,10 +22,10 @@ machine's champion looks gone from here.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import socket
 import tempfile
-import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -57,6 +57,8 @@ __all__ = [
     "VersionInfo",
     "decide",
 ]
+
+logger = logging.getLogger(__name__)
 
 CHAMPION = "champion"
 CHALLENGER = "challenger"
@@ -499,7 +501,7 @@ class ModelRegistry:
                     info.run_id, info.name, info.model_uri, mode, serving, pointer=False
                 )
         except (MlflowException, OSError) as exc:  # a convenience: never in the gate's way
-            warnings.warn(f"{info.ref}: could not add its MLflow model ({exc})", stacklevel=2)
+            logger.warning("%s: could not add its MLflow model (%s)", info.ref, exc)
 
     def _already(
         self,

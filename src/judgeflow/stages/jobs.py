@@ -8,6 +8,7 @@ The entry point dispatches on the stage name through one table (`JOB_STAGES`).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from judgeflow.cluster.procs import exit_on_signals
 from judgeflow.config import ConfigError, RunConfig, judgeflow_home
 from judgeflow.config.secrets import public_env, resolve_secrets
 from judgeflow.engines.verl_eval import evaluation_gpus
+from judgeflow.log_setup import JOB_FORMAT, show_logs
 from judgeflow.stages.common import PreparedData, Progress, run_dir
 from judgeflow.stages.evaluate import evaluate_stage
 from judgeflow.stages.judge import judge_stage, judges_with_verl
@@ -38,6 +40,8 @@ METRICS_SPOOL = "metrics-spool.jsonl"
 #: How long a finished job waits for MLflow to take its last metrics before spooling them
 #: (`JUDGEFLOW_MLFLOW_WAIT_S` overrides it).
 MLFLOW_WAIT_S = 60.0
+
+logger = logging.getLogger("judgeflow.stages.jobs")  # also when run as __main__
 
 
 def job_spec(
@@ -259,10 +263,11 @@ def run_stage_job(input_file: str | Path) -> dict[str, Any] | None:
     finally:
         wait = float(os.environ.get("JUDGEFLOW_MLFLOW_WAIT_S", MLFLOW_WAIT_S))
         if not to_mlflow.close(timeout_s=wait):
-            print(
-                f"[judgeflow] MLflow at {tracker.tracking_uri} unavailable: metrics kept in "
-                f"{tracker.spool}; the flow sends them when it records this stage",
-                flush=True,
+            logger.warning(
+                "[judgeflow] MLflow at %s unavailable: metrics kept in %s; the flow sends them "
+                "when it records this stage",
+                tracker.tracking_uri,
+                tracker.spool,
             )
     if result is not None:
         write_json(workdir / RESULT_FILE, result)
@@ -278,11 +283,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("input_file", type=Path, help="the stage's input.json")
     args = parser.parse_args(argv)
+    show_logs(stream="stdout", fmt=JOB_FORMAT)  # the job's log file, as the lines it printed
     # SIGTERM (a cancel, scancel, the stage stopping its command) unwinds: metrics still queued
     # reach MLflow or the spool, and libraries' exit hooks remove their temporary folders.
-    with exit_on_signals(lambda line: print(line, flush=True)):
+    with exit_on_signals(logger.warning):
         run_stage_job(args.input_file)
-    print(f"stage finished: {args.input_file.parent / RESULT_FILE}", flush=True)
+    logger.info("stage finished: %s", args.input_file.parent / RESULT_FILE)
     return 0
 
 

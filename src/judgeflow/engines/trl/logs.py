@@ -6,6 +6,7 @@ every engine reports (verl's through `engines.verl_log`), so dashboards compare 
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -27,14 +28,15 @@ __all__ = [
     "MetricsCallback",
     "MetricsSink",
     "Progress",
+    "log_line",
     "map_trl_logs",
-    "print_line",
     "step_line",
 ]
 
 MetricsSink = Callable[[dict[str, float], int], None]
 Progress = Callable[[int, int], None]
 LineSink = Callable[[str], None]
+logger = logging.getLogger(__name__)
 
 _PER_VERIFIER = re.compile(rf"rewards/(.+){CORRECT_SUFFIX}/mean")
 #: TRL 0.24 log keys -> the stable names judgeflow reports (same names for every engine).
@@ -149,5 +151,7 @@ class MetricsCallback(TrainerCallback):
             self.progress(state.global_step, state.max_steps)
 
 
-def print_line(line: str) -> None:
-    print(line, flush=True)  # a job's stdout is a file: flush so the log streams per step
+def log_line(line: str) -> None:
+    """The default `LineSink`: an INFO record, which a stage's job shows on its output, a line
+    at a time (`judgeflow.log_setup`)."""
+    logger.info(line)

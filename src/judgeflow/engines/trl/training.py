@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgeflow.engines.trl.checkpoints import checkpoint_step, last_complete_checkpoint
 from judgeflow.engines.trl.data_order import DATA_ORDER_FILE, DataOrderRecorder
-from judgeflow.engines.trl.logs import LineSink, MetricsCallback, MetricsSink, Progress, print_line
+from judgeflow.engines.trl.logs import LineSink, MetricsCallback, MetricsSink, Progress, log_line
 from judgeflow.engines.trl.mapping import GrpoParams, grpo_config
 from judgeflow.engines.trl.reward_adapter import REWARD_COLUMNS, reward_functions, rlvr_verifiers
 from judgeflow.engines.trl.update import resumable_trainer_class
@@ -57,7 +57,7 @@ def train_grpo(
     output_dir = Path(params.output_dir)
     resumed_from = last_complete_checkpoint(output_dir) if resume else None
 
-    recorder = MetricsCallback(metrics_sink, progress, on_line or print_line)
+    recorder = MetricsCallback(metrics_sink, progress, on_line or log_line)
     data_order = DataOrderRecorder(
         output_dir / DATA_ORDER_FILE, params.num_generations, checkpoint_step(resumed_from)
     )
