@@ -110,8 +110,9 @@ def models_cmd(
         ),
     ] = None,
 ) -> None:
-    """Registered judge models: versions, aliases, the gate's metric, decision and lineage;
-    for one version, its model card (lineage, evaluation, how to use it)."""
+    """Registered judges and policies: versions, aliases, the gate's metric, decision and
+    lineage (which judge paid a policy, which policies a judge paid); for one version, its model
+    card (lineage, evaluation, how to use it)."""
     from rich.table import Table
 
     from judgeflow.config.redaction import strip_credentials
