@@ -184,7 +184,7 @@ class PipelineRun:
             return
         comparison = comparison_rows(self.metrics, self.labels)
         decision, measured = register_model(
-            self.steps, cfg, self.run_id, data, model_dir, kind, evaluation, comparison
+            self.steps, cfg, self.tracker, data, model_dir, kind, evaluation, comparison
         )
         self.registry[kind] = decision
         self.metrics |= measured
@@ -242,7 +242,7 @@ class PipelineRun:
 def register_model(
     steps: StageRecorder,
     cfg: RunConfig,
-    run_id: str,
+    tracker: Tracker,
     data: Any,
     model_dir: str,
     kind: str,
@@ -252,9 +252,11 @@ def register_model(
     """Measure the champion on this evaluation set when needed, then register and decide, all
     under the registered model's lock (`tasks.register.registry_lock`).
 
-    Both steps show in the run summary. Returns the decision and the champion's metrics when it
-    was measured (`champion/…`, for the summary).
+    Both steps show in the run summary; the champion's evaluation is recorded in `tracker`'s run.
+    Returns the decision and the champion's metrics when it was measured (`champion/…`, for the
+    summary).
     """
+    run_id = tracker.run_id
     with registry_lock(registered_name(cfg, kind)):
         champion = champion_to_measure(cfg, kind, evaluation)
         measured, champion_metrics = None, {}
@@ -270,9 +272,7 @@ def register_model(
                 run_id,
                 label,
             )
-            champion_metrics = records.record_evaluation(
-                Tracker.attach(run_id, cfg.tracking.tracking_uri), cfg, label, measured
-            )
+            champion_metrics = records.record_evaluation(tracker, cfg, label, measured)
         decision: dict[str, Any] = steps(
             f"register[{kind}]",
             register,

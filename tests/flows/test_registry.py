@@ -220,6 +220,7 @@ def test_the_gate_finds_measures_and_decides_under_one_lock(
     from judgeflow.evaluation.decontamination import write_lineage
     from judgeflow.registry.models import ModelRegistry
     from judgeflow.stages.evaluate import evaluation_set
+    from judgeflow.tracking import Tracker
     from tasks.locking import FlockLockManager
 
     gate = Gate()
@@ -290,8 +291,9 @@ def test_the_gate_finds_measures_and_decides_under_one_lock(
             "details": {"eval_set": eval_set, "decontamination": "checked",
                         "model": str(weights[who])},
         }  # fmt: skip
+        tracker = Tracker.attach(run_id, tracking)
         decision, _ = pipeline_run.register_model(
-            pipeline_run.StageRecorder(), cfg, run_id, data, str(weights[who]), "final", evaluation
+            pipeline_run.StageRecorder(), cfg, tracker, data, str(weights[who]), "final", evaluation
         )
         return decision
 

@@ -125,9 +125,6 @@ def record_sft(
     """Lineage: which SFT model RL starts from, which job and run trained it, on what data (its
     preparation report too); and the SFT metrics its job could not deliver while MLflow was
     down."""
-    trained_in = outcome.mlflow_run_id or tracker.run_id
-    spool = metrics_spool(cfg, trained_in, "sft")
-    Tracker.attach(trained_in, tracker.tracking_uri).replay_spool(spool)
     tags = {
         sft_models.SFT_KEY_TAG: caching.sft_key(cfg, sft_file),
         sft_models.SFT_MODEL_TAG: outcome.model_dir,
@@ -136,6 +133,7 @@ def record_sft(
         "judgeflow.sft.base_model": cfg.model.path,
         "judgeflow.rl.start_model": outcome.model_dir,
     }
+    _replay_spool(tracker, cfg, outcome.mlflow_run_id, "sft")
     if data is not None:
         tags["judgeflow.sft.source"] = cfg.sft.source
         tags["judgeflow.sft.data_sha256"] = data.report["sha256"]
@@ -150,9 +148,7 @@ def record_training(tracker: Tracker, cfg: RunConfig, outcome: Any) -> None:
     """Where the model is and which job/run trained it (a cached model: an earlier run), and
     the metrics its job could not deliver while MLflow was down (`metrics-spool.jsonl`)."""
     model: TrainedModel = outcome.model
-    trained_in = outcome.mlflow_run_id or tracker.run_id
-    spool = metrics_spool(cfg, trained_in, "train")
-    Tracker.attach(trained_in, tracker.tracking_uri).replay_spool(spool)
+    _replay_spool(tracker, cfg, outcome.mlflow_run_id, "train")
     tracker.set_tags(
         {
             "judgeflow.train.job_id": outcome.job_id,
@@ -163,6 +159,15 @@ def record_training(tracker: Tracker, cfg: RunConfig, outcome: Any) -> None:
             "judgeflow.resumed_from": model.resumed_from,
         }
     )
+
+
+def _replay_spool(tracker: Tracker, cfg: RunConfig, trained_in: str | None, stage: str) -> None:
+    """The metrics a stage's job spooled while MLflow was down, into the run that trained it:
+    this run, or an earlier one when the step came from the cache."""
+    run_id = trained_in or tracker.run_id
+    spool = metrics_spool(cfg, run_id, stage)
+    into = tracker if run_id == tracker.run_id else Tracker.attach(run_id, tracker.tracking_uri)
+    into.replay_spool(spool)
 
 
 @retrying("record an evaluation")
@@ -176,15 +181,17 @@ def record_evaluation(
     from judgeflow.evaluation import JudgeEvaluation, write_evaluation_artifacts
 
     metrics = {f"{label}/{k.removeprefix('eval/')}": v for k, v in result["metrics"].items()}
-    tracker.log_metrics(metrics)
-    if checked := decontamination_of(result):
-        tracker.set_tags({f"judgeflow.decontamination.{label}": checked})
-    tracker.log_table(result["rows"], f"eval/{label}_predictions.json")
-    if result.get("details"):
-        evaluation = JudgeEvaluation(result["metrics"], result["rows"], result["details"])
-        with tempfile.TemporaryDirectory() as tmp:
-            for path in write_evaluation_artifacts(evaluation, cfg.mode, label, Path(tmp)):
-                tracker.log_artifact(path, "plots" if path.suffix == ".png" else "eval")
+    with tempfile.TemporaryDirectory() as tmp:
+        written = []  # the details and pictures, drawn before anything is logged
+        if result.get("details"):
+            evaluation = JudgeEvaluation(result["metrics"], result["rows"], result["details"])
+            written = write_evaluation_artifacts(evaluation, cfg.mode, label, Path(tmp))
+        tracker.log_metrics(metrics)
+        if checked := decontamination_of(result):
+            tracker.set_tags({f"judgeflow.decontamination.{label}": checked})
+        tracker.log_table(result["rows"], f"eval/{label}_predictions.json")
+        for path in written:
+            tracker.log_artifact(path, "plots" if path.suffix == ".png" else "eval")
     return metrics
 
 
