@@ -126,6 +126,10 @@ class Tracker:
     ) -> Tracker:
         return cls(run_id, resolve_tracking_uri(tracking_uri), spool=spool)
 
+    def sibling(self, run_id: str) -> Tracker:
+        """Run `run_id` on this tracker's server (its URI is resolved already)."""
+        return self if run_id == self.run_id else type(self)(run_id, self.tracking_uri)
+
     # -- logging
 
     def log_params(self, params: Mapping[str, Any]) -> None:

@@ -166,8 +166,7 @@ def _replay_spool(tracker: Tracker, cfg: RunConfig, trained_in: str | None, stag
     this run, or an earlier one when the step came from the cache."""
     run_id = trained_in or tracker.run_id
     spool = metrics_spool(cfg, run_id, stage)
-    into = tracker if run_id == tracker.run_id else Tracker.attach(run_id, tracker.tracking_uri)
-    into.replay_spool(spool)
+    tracker.sibling(run_id).replay_spool(spool)
 
 
 @retrying("record an evaluation")
@@ -250,7 +249,7 @@ def record_comparison(
 
     rows = comparison_rows(metrics, labels)
     sources = [tracker] + [
-        Tracker.attach(other, tracker.tracking_uri)
+        tracker.sibling(other)
         for other in dict.fromkeys(trained_in or [])
         if other and other != tracker.run_id
     ]
