@@ -10,7 +10,7 @@ its records with ordinary logging configuration. The entry points call `show_log
   message on the job's output, one flushed line per record, so its log file (the Slurm job log)
   reads as before and whoever follows it sees each line as it is written.
 
-In a flow or task run, the flows' side (`tasks/core_logs.py`) adds Prefect's API handler, so the
+In a flow or task run, the flows' side (`tasks/run_logs.py`) adds Prefect's API handler, so the
 records also reach that run's logs in Prefect.
 """
 
