@@ -62,6 +62,13 @@ def _our_processes() -> dict[int, str]:
 SHARED = ("tests/cluster/", "tests/benchmarks/test_run_benchmarks.py")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The slow tests first, each group in its collected order: the longest ones (a pipeline, the
+    dev cluster's, one after another) start as the run starts and the quick ones fill the
+    workers' ends, so both workers finish at about the same time."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """scripts/test runs two pytest-xdist workers: every test goes to whichever is free, except
     the `SHARED` ones. (xdist's own `--dist loadgroup` marks do not take under pytest 9.)"""
