@@ -26,13 +26,18 @@ from judgeflow.cluster import submitted
 from judgeflow.config import RunConfig, with_policy
 from judgeflow.console import comparison_rows, report_stage
 from judgeflow.stages import records, sft_source_config, val_source_config
-from judgeflow.stages.register import champion_config, champion_to_measure, registered_name
+from judgeflow.stages.register import (
+    champion_config,
+    champion_to_measure,
+    registered_name,
+    registry_lock,
+)
 from judgeflow.tracking import Tracker, resolve_tracking_uri
 from tasks.credentials import use_secrets
 from tasks.data import download, prepare
 from tasks.evaluate import evaluate
 from tasks.policies import cached, cached_job
-from tasks.register import register, registry_lock
+from tasks.register import register
 from tasks.sft import SftOutcome, prepare_sft, sft
 from tasks.train import TrainOutcome, train
 
@@ -250,7 +255,7 @@ def register_model(
     comparison: list[dict[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """Measure the champion on this evaluation set when needed, then register and decide, all
-    under the registered model's lock (`tasks.register.registry_lock`).
+    under the registered model's lock (`stages.register.registry_lock`).
 
     Both steps show in the run summary; the champion's evaluation is recorded in `tracker`'s run.
     Returns the decision and the champion's metrics when it was measured (`champion/…`, for the

@@ -5,46 +5,29 @@
 numbers on this run's evaluation set (`evaluate[champion]`, cached like any evaluation). The
 decision shows in the `registry` artifact, the run summary and the flow's return value.
 
-All three steps run under one lock per registered model (`registry_lock`): a run that found and
-measured champion v1 must decide against v1, not against a v2 another run promoted meanwhile.
-A second run registering the same model waits for the first run's decision (and logs that it
-waits), then sees it. The lock is an flock next to the cache locks, so it excludes only the
-runs that use the same cache-key directory ($JUDGEFLOW_PREFECT_CACHE_KEYS, by default under
-$JUDGEFLOW_HOME): not runs on machines that share only the MLflow server. `register` refuses to
-run without it.
+All three steps run under one lock per registered model (`registry_lock`, in the core's
+`stages.register`): a run that found and measured champion v1 must decide against v1, not
+against a v2 another run promoted meanwhile. A second run registering the same model waits for
+the first run's decision (and logs that it waits), then sees it. `register` refuses to run
+without it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import hashlib
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
-from prefect.logging import get_logger
 from prefect.runtime import flow_run
 
-from judgeflow import caching
 from judgeflow.cluster import submitted
 from judgeflow.config import RunConfig
 from judgeflow.stages.register import (
+    holds_registry_lock,
     register_stage,
     registered_name,
 )
-from tasks.locking import FlockLockManager, holding
-from tasks.policies import BACKOFF, JITTER, retry_transient, run_logger
-
-logger = get_logger("judgeflow.register")
-
-#: The registered models whose lock this context holds, and as which holder (`registry_lock`).
-_HELD: contextvars.ContextVar[tuple[tuple[str, str], ...]] = contextvars.ContextVar(
-    "registry_locks", default=()
-)
+from tasks.policies import BACKOFF, JITTER, retry_transient
 
 _retrying: dict[str, Any] = {
     "retries": 3,
@@ -99,41 +82,6 @@ def register(
         description=f"{decision.name} v{decision.version}: {decision.verdict}",
     )
     return decision.to_dict()
-
-
-@contextlib.contextmanager
-def registry_lock(name: str) -> Iterator[None]:
-    """Hold the lock of registered model `name`, waiting (and saying so) while another run has
-    it. It sits next to the cache locks, so it excludes every run that uses the same cache-key
-    directory ($JUDGEFLOW_PREFECT_CACHE_KEYS, by default under $JUDGEFLOW_HOME), on this machine
-    or over a shared filesystem; runs that share only the MLflow server do not see it. A lock
-    dies with its process."""
-    locks = FlockLockManager(caching.cache_dirs()["locks"])
-    holder = uuid.uuid4().hex
-
-    def waiting(lock_file: Path) -> None:
-        said = "register %s: another run is deciding on this model's champion; waiting for its"
-        run_logger(logger).info(said + " decision (lock %s)", name, lock_file)
-
-    with holding(locks, _lock_key(name), holder=holder, on_wait=waiting):
-        token = _HELD.set((*_HELD.get(), (name, holder)))
-        try:
-            yield
-        finally:
-            _HELD.reset(token)
-
-
-def holds_registry_lock(name: str) -> bool:
-    """Whether this context took `registry_lock(name)` and still holds it."""
-    locks = FlockLockManager(caching.cache_dirs()["locks"])
-    return any(
-        held == name and locks.is_lock_holder(_lock_key(name), holder)
-        for held, holder in _HELD.get()
-    )
-
-
-def _lock_key(name: str) -> str:
-    return "register-" + hashlib.sha256(name.encode()).hexdigest()[:32]
 
 
 def _markdown(decision: dict[str, Any]) -> str:

@@ -21,7 +21,11 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from judgeflow.config import ConfigError, judgeflow_home
-from judgeflow.config.redaction import split_userinfo, strip_credentials
+from judgeflow.config.redaction import (
+    split_userinfo,
+    strip_credentials,
+    strip_credentials_within,
+)
 from judgeflow.config.secrets import MLFLOW_CREDENTIAL_ENV
 
 _METRIC_NAME = re.compile(r"[^\w\-. /:]")
@@ -221,7 +225,7 @@ class Tracker:
             self.client.log_artifact(self.run_id, str(path), artifact_path)
 
     def log_dict(self, data: Any, artifact_file: str) -> None:
-        self.client.log_dict(self.run_id, _without_credentials(data), artifact_file)
+        self.client.log_dict(self.run_id, strip_credentials_within(data), artifact_file)
 
     def log_table(self, rows: list[dict[str, Any]], artifact_file: str) -> None:
         if rows:
@@ -313,17 +317,6 @@ class BackgroundMetrics:
             lines = [json.dumps([m.key, m.value, m.timestamp, m.step]) for m in pending]
             atomic_write_text(self.tracker.spool, "\n".join(lines) + "\n")
         return not pending
-
-
-def _without_credentials(data: Any) -> Any:
-    """`data` (JSON-like) with every URL in its strings stripped of its credentials."""
-    if isinstance(data, str):
-        return strip_credentials(data)
-    if isinstance(data, Mapping):
-        return {k: _without_credentials(v) for k, v in data.items()}
-    if isinstance(data, list | tuple):
-        return [_without_credentials(v) for v in data]
-    return data
 
 
 def metric_name(key: str) -> str:

@@ -30,6 +30,7 @@ from judgeflow.config.redaction import (
     is_secret,
     split_userinfo,
     strip_credentials,
+    strip_credentials_within,
 )
 from judgeflow.config.secrets import (
     MLFLOW_CREDENTIAL_ENV,
@@ -189,6 +190,21 @@ def test_credentials_in_urls_are_found_and_stripped(text: str, stripped: str) ->
 )  # fmt: skip
 def test_urls_without_credentials_are_left_alone(text: str) -> None:
     assert not has_url_credentials(text) and strip_credentials(text) == text
+
+
+def test_credentials_are_stripped_from_every_string_inside_nested_data() -> None:
+    """What `Tracker.log_dict` stores (a stage's metrics spool, a summary): every URL at any
+    depth loses its credentials; keys, numbers and other strings stay as they are."""
+    data = {
+        "tracking": "http://alice:s3cret@mlflow:5000",
+        "jobs": [{"log": "sent to https://tok@h/x?password=pw", "step": 3}, ("s3://b/k", 0.5)],
+        "http://keep@key": None,
+    }
+    assert strip_credentials_within(data) == {
+        "tracking": "http://mlflow:5000",
+        "jobs": [{"log": "sent to https://h/x?password=***", "step": 3}, ["s3://b/k", 0.5]],
+        "http://keep@key": None,
+    }
 
 
 def test_userinfo_splits_into_user_and_decoded_password() -> None:

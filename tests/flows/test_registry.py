@@ -214,6 +214,7 @@ def test_the_gate_finds_measures_and_decides_under_one_lock(
     from prefect import flow
 
     import flows.pipeline_run as pipeline_run
+    import judgeflow.stages.register as register_lock
     import tasks.register as register_tasks
     from judgeflow import stages
     from judgeflow.config import load_config
@@ -221,19 +222,17 @@ def test_the_gate_finds_measures_and_decides_under_one_lock(
     from judgeflow.registry.models import ModelRegistry
     from judgeflow.stages.evaluate import evaluation_set
     from judgeflow.tracking import Tracker
-    from tasks.locking import FlockLockManager
 
     gate = Gate()
-    try_acquire, find, decide = (
-        FlockLockManager._try_acquire, pipeline_run.champion_to_measure, register_tasks.register_stage
+    try_take, find, decide = (
+        register_lock._try_take, pipeline_run.champion_to_measure, register_tasks.register_stage
     )  # fmt: skip
     measure = stages.evaluate_stage
 
-    def observed_try_acquire(self: FlockLockManager, key: str, holder: str) -> bool:
-        acquired = try_acquire(self, key, holder)
-        if key.startswith("register-"):
-            gate.note("lock" if acquired else "refused")
-        return acquired
+    def observed_try_take(path: Path) -> int | None:
+        fd = try_take(path)
+        gate.note("refused" if fd is None else "lock")
+        return fd
 
     def observed_find(*args: Any, **kwargs: Any) -> Any:
         gate.note("lookup")
@@ -249,7 +248,7 @@ def test_the_gate_finds_measures_and_decides_under_one_lock(
         gate.note("decide")
         return decide(*args, **kwargs)
 
-    monkeypatch.setattr(FlockLockManager, "_try_acquire", observed_try_acquire)
+    monkeypatch.setattr(register_lock, "_try_take", observed_try_take)
     monkeypatch.setattr(pipeline_run, "champion_to_measure", observed_find)
     monkeypatch.setattr(register_tasks, "register_stage", observed_decide)
     monkeypatch.setattr(stages, "evaluate_stage", observed_measure)
@@ -333,6 +332,7 @@ def test_register_refuses_to_run_without_the_models_lock(
 ) -> None:
     """A caller that skips `registry_lock` (calls the task, not `register_model`) fails before
     it reads the champion; inside the lock, this context is its holder, and only there."""
+    import judgeflow.stages.register as register_stage
     import tasks.register as register_tasks
     from judgeflow.config import load_config
 
@@ -340,17 +340,17 @@ def test_register_refuses_to_run_without_the_models_lock(
     cfg = load_config("grpo-pointwise", overrides=["register.model_name=judge-lockless"])
     with pytest.raises(RuntimeError, match="without the lock of registered model judge-lockless"):
         register_tasks.register.fn(cfg, "no-run", str(tmp_path / "model"), "final", None)
-    with register_tasks.registry_lock("judge-lockless"):
-        assert register_tasks.holds_registry_lock("judge-lockless")
-        assert not register_tasks.holds_registry_lock("judge-lockless-sft")
+    with register_stage.registry_lock("judge-lockless"):
+        assert register_stage.holds_registry_lock("judge-lockless")
+        assert not register_stage.holds_registry_lock("judge-lockless-sft")
         elsewhere: list[bool] = []  # another thread (another run) does not hold it
         thread = threading.Thread(
-            target=lambda: elsewhere.append(register_tasks.holds_registry_lock("judge-lockless"))
+            target=lambda: elsewhere.append(register_stage.holds_registry_lock("judge-lockless"))
         )
         thread.start()
         thread.join(HANG_GUARD_S)
         assert elsewhere == [False]
-    assert not register_tasks.holds_registry_lock("judge-lockless")
+    assert not register_stage.holds_registry_lock("judge-lockless")
 
 
 def test_a_run_waiting_for_the_models_lock_says_so(
@@ -358,7 +358,7 @@ def test_a_run_waiting_for_the_models_lock_says_so(
 ) -> None:
     """While one run holds a model's lock, a second one logs that it waits (the model and the
     lock file), then goes on once the first lets go."""
-    import tasks.register as register_tasks
+    import judgeflow.stages.register as register_stage
 
     monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path))
     said: list[str] = []
@@ -369,17 +369,17 @@ def test_a_run_waiting_for_the_models_lock_says_so(
             said.append(record.getMessage())
             logged.set()
 
-    handler, level = Seen(), register_tasks.logger.level
-    register_tasks.logger.addHandler(handler)  # outside a run, the wait is logged here
-    register_tasks.logger.setLevel(logging.INFO)
+    handler, level = Seen(), register_stage.logger.level
+    register_stage.logger.addHandler(handler)  # outside a run, the wait is logged here
+    register_stage.logger.setLevel(logging.INFO)
     entered = threading.Event()
 
     def second() -> None:
-        with register_tasks.registry_lock("judge-wait"):
+        with register_stage.registry_lock("judge-wait"):
             entered.set()
 
     try:
-        with register_tasks.registry_lock("judge-wait"):
+        with register_stage.registry_lock("judge-wait"):
             waiting = threading.Thread(target=second, daemon=True)
             waiting.start()
             assert logged.wait(HANG_GUARD_S), "the waiting run logged nothing"
@@ -387,7 +387,7 @@ def test_a_run_waiting_for_the_models_lock_says_so(
         waiting.join(HANG_GUARD_S)
         assert entered.is_set()
     finally:
-        register_tasks.logger.removeHandler(handler)
-        register_tasks.logger.setLevel(level)
+        register_stage.logger.removeHandler(handler)
+        register_stage.logger.setLevel(level)
     assert len(said) == 1 and "register judge-wait: another run is deciding" in said[0]
     assert str(tmp_path / "prefect-cache-keys" / ".locks") in said[0]

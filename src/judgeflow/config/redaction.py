@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ __all__ = [
     "is_secret_key",
     "split_userinfo",
     "strip_credentials",
+    "strip_credentials_within",
 ]
 
 
@@ -87,6 +89,18 @@ def strip_credentials(text: str) -> str:
     `postgresql://db/x?user=u&password=***`. Anything else is left as it is (`@` in a path, a
     query's `mail=a@b`)."""
     return _URL.sub(lambda m: _redact(m.group(0))[0], text)
+
+
+def strip_credentials_within(data: Any) -> Any:
+    """`data` (JSON-like: mappings, lists, strings) with every URL in its strings stripped of its
+    credentials (`strip_credentials`); numbers and the rest unchanged. Tuples become lists."""
+    if isinstance(data, str):
+        return strip_credentials(data)
+    if isinstance(data, Mapping):
+        return {k: strip_credentials_within(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [strip_credentials_within(v) for v in data]
+    return data
 
 
 def split_userinfo(url: str) -> tuple[str, str | None, str | None]:

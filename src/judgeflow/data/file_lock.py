@@ -2,9 +2,10 @@
 process dies, however it dies, so a lock file left by a killed holder is simply taken over.
 
 Written once for the locks that judgeflow keeps in files: the claim on a judging's output
-(`inference.claim`: refused at once, naming the holder) and the Prefect cache-key and registry
-locks (`tasks/locking`: polled until free). Nothing here waits: a caller that waits polls, so it
-never blocks while it holds a guard of its own.
+(`inference.claim`: refused at once, naming the holder), the Prefect cache-key locks
+(`tasks/locking`) and the registered models' locks (`stages.register.registry_lock`), both polled
+until free. Nothing here waits: a caller that waits polls, so it never blocks while it holds a
+guard of its own.
 """
 
 from __future__ import annotations

@@ -3,17 +3,32 @@ champion gate decides whether `champion` moves to it (`judgeflow.registry.models
 
 The gate's three steps, finding the champion (`champion_to_measure`), measuring it on this run's
 evaluation set and deciding (`register_stage`), must run under one lock per registered model
-(tasks/register.py holds it): otherwise another run can move `champion` in between, and the
-decision would weigh one champion's numbers against another.
+(`registry_lock`; `flows.pipeline_run.register_model` holds it): otherwise another run can move
+`champion` in between, and the decision would weigh one champion's numbers against another.
+
+The lock is an flock (`judgeflow.data.file_lock`, released by the kernel when its process dies)
+next to the cache locks, so it excludes every run that uses the same cache-key directory
+($JUDGEFLOW_PREFECT_CACHE_KEYS, by default under $JUDGEFLOW_HOME), on this machine or over a
+shared filesystem; runs that share only the MLflow server do not see it. Runs in one process
+(threads) exclude each other through a lock of this process first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+import contextvars
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from judgeflow import caching
 from judgeflow.config import RunConfig, with_policy
 from judgeflow.config.redaction import strip_credentials
+from judgeflow.data import file_lock
 from judgeflow.data.io import exists
 from judgeflow.evaluation.decontamination import (
     OVERLAP_ALLOWED,
@@ -48,6 +63,68 @@ JUDGE_TAGS = frozenset(
     {TAG_REWARD_JUDGE, TAG_REWARD_JUDGE_RUN, TAG_REWARD_JUDGE_DATA, TAG_REWARD_JUDGE_MODE}
 )
 SFT_SUFFIX = "-sft"
+#: How often a run waiting for a registered model's lock tries again, in seconds.
+LOCK_POLL_S = 0.2
+
+logger = logging.getLogger("judgeflow.register")
+
+#: The registered models whose lock this context holds (`registry_lock`).
+_HELD: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
+    "registry_locks", default=()
+)
+#: This process's lock of each lock file, so that its threads exclude each other whatever the
+#: filesystem's flock does within one process (NFS emulates it with per-process POSIX locks).
+_IN_PROCESS: dict[Path, threading.Lock] = {}
+_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def registry_lock(name: str) -> Iterator[None]:
+    """Hold the lock of registered model `name` for the block, waiting (and logging once that
+    it waits) while another run has it."""
+    path = caching.cache_dirs()["locks"] / f"register-{_digest(name)}.lock"
+    fd = _try_take(path)
+    if fd is None:
+        said = "register %s: another run is deciding on this model's champion; waiting for its"
+        logger.info(said + " decision (lock %s)", name, path)
+    while fd is None:
+        time.sleep(LOCK_POLL_S)
+        fd = _try_take(path)
+    token = _HELD.set((*_HELD.get(), name))
+    try:
+        yield
+    finally:
+        _HELD.reset(token)
+        try:
+            file_lock.release(fd)  # the file stays: one per registered model, taken again
+        finally:
+            _IN_PROCESS[path].release()
+
+
+def holds_registry_lock(name: str) -> bool:
+    """Whether this context is inside `registry_lock(name)`."""
+    return name in _HELD.get()
+
+
+def _try_take(path: Path) -> int | None:
+    """The lock file's descriptor, holding both locks, or None (neither held) when another
+    thread or process has it; never waits."""
+    with _GUARD:
+        in_process = _IN_PROCESS.setdefault(path, threading.Lock())
+    if not in_process.acquire(blocking=False):
+        return None
+    try:
+        return file_lock.take(path)
+    except file_lock.LockBusy:
+        in_process.release()
+        return None
+    except BaseException:
+        in_process.release()
+        raise
+
+
+def _digest(name: str) -> str:
+    return hashlib.sha256(name.encode()).hexdigest()[:32]
 
 
 def registered_name(cfg: RunConfig, kind: str) -> str:
