@@ -26,13 +26,15 @@ with nothing from the caller's environment pointing it at other services.
 - `seeds --modes rlvr`: `judgeflow run rlvr --profile tiny`, whose bar is the held-out
   `verifiable_correct_rate` at least `MIN_GAIN` above the SFT model's, format failures at most
   `MAX_FORMAT_FAILURES`; `rlvr-rules` writes demo-rules-rlvr.json (`rlvr_demo_data.RULES`).
-- `judged` writes demo-seeds-judged.json: in one fresh JUDGEFLOW_HOME, `make demo`'s pointwise
-  judge (`judgeflow run grpo-pointwise --profile tiny`), then `judgeflow run rlvr-judged
-  --profile tiny` per seed, paid by that judge. The bar (issue 28): the judge-paid `reward_mean`
-  at least `MIN_JUDGED_GAIN` above the SFT model's and `reference_f1` not below it. Then one run
-  with the judges' GRPO settings (lr 3e-4, KL 0.001: `HACKABLE`), which the judge's reward
-  favours and `reference_f1` does not: what the hacking guard says then. Answers of the SFT
-  model and of the trained policy to the first held-out questions are kept as examples.
+- `judged` writes demo-seeds-judged.json: in one fresh JUDGEFLOW_HOME, `judgeflow run
+  rlvr-judged --profile tiny` per seed (the first run trains the judge taught by verifiers, then
+  its policy; the next ones find the judge champion). The bar (issue 35): the held-out
+  `verifiable_correct_rate` at least `MIN_JUDGED_GAIN` above the SFT start, format failures at
+  most `MAX_FORMAT_FAILURES`, the judge paying the trained policy's held-out answers more than
+  the start's, the hacking gate clear and the policy champion; how often the judge agrees with
+  the verifiers on the held-out answers is recorded. Then `make demo`'s answer/non-answer judge
+  and `--profile tiny-hackable`, which the gate must refuse. Answers of the SFT model and of the
+  trained policy to the first held-out questions are kept as examples.
 - `rules` writes benchmarks/results/demo-rules.json: `judgeflow.dev.demo_data.RULES` scored by
   the evaluation's own metric code on the validation files (overall and per subset).
 
@@ -79,8 +81,10 @@ _TABLES = re.compile(r"^Judge on the validation split.*?(?=^\s*$|^Open the UIs)"
 _RUN_ID = re.compile(r"MLflow run id : (\w+)")
 
 
-def run_tiny(home: Path, mode: str, sets: Sequence[str] = ()) -> tuple[str, dict[str, float]]:
-    """Run the tiny profile in `home` and return its output and the run's MLflow metrics."""
+def run_tiny(
+    home: Path, mode: str, sets: Sequence[str] = (), profile: str = "tiny"
+) -> tuple[str, dict[str, float]]:
+    """Run the tiny profile (or `profile`) in `home`: the output and the run's MLflow metrics."""
     if not (home / "tiny-model" / "config.json").exists():
         subprocess.run(
             [BIN / "judgeflow", "dev", "tiny-model", str(home / "tiny-model")],
@@ -88,7 +92,7 @@ def run_tiny(home: Path, mode: str, sets: Sequence[str] = ()) -> tuple[str, dict
             check=True,
             capture_output=True,
         )
-    command = [str(BIN / "judgeflow"), "run", RECIPES[mode], "--profile", "tiny"]
+    command = [str(BIN / "judgeflow"), "run", RECIPES[mode], "--profile", profile]
     for item in sets:
         command += ["--set", item]
     proc = subprocess.run(
@@ -214,99 +218,171 @@ def seeds(
     )  # fmt: skip
 
 
-#: The judge-paid demo's bar (issue 28): reward_mean gain over SFT; reference_f1 must not fall.
+#: The judge-paid loop's bar (issue 35): the held-out verifiable_correct_rate at least this much
+#: above the policy's start, format failures at most MAX_FORMAT_FAILURES, the judge's pay up,
+#: the hacking gate clear and the policy champion.
 MIN_JUDGED_GAIN = 0.10
-#: The judges' own tiny GRPO settings, under which the tiny judge gets hacked.
-HACKABLE = ("grpo.learning_rate=3e-4", "grpo.kl_loss_coef=0.001")
 _PAID_BY = re.compile(r"paid by +: (\S+)")
+_GATE = re.compile(r"hacking gate +: (clear|suspected)")
+_CHAMPION = re.compile(
+    r"registered +: rlvr-judged-policy v\d+ (promoted|first version|already champion)"
+)
+_TRAINED_FIRST = re.compile(r"has no version at \S+ yet: training it first")
 _EXAMPLES = 6
 
 
-def _answers(home: Path, run_id: str, label: str) -> list[dict[str, Any]]:
-    """The first held-out questions and what the model evaluated as `label` answered."""
+def _predictions(home: Path, run_id: str, label: str) -> list[dict[str, Any]]:
+    """The evaluation `label`'s rows of the run (`eval/<label>_predictions.json`), by index."""
     import mlflow
 
-    from judgeflow.samples import sample_path
-
-    questions = [
-        json.loads(line)
-        for line in Path(sample_path("rlvr_judged/tinyjudged_val.jsonl")).read_text().splitlines()
-    ]
     path = mlflow.artifacts.download_artifacts(
         run_id=run_id,
         artifact_path=f"eval/{label}_predictions.json",
         tracking_uri=f"sqlite:///{home / 'mlflow.db'}",
-        dst_path=str(home / "answers" / label),
+        dst_path=str(home / "answers" / run_id / label),
     )
     table = json.loads(Path(path).read_text())
     rows = [dict(zip(table["columns"], row, strict=True)) for row in table["data"]]
-    return [
-        {
-            "question": questions[int(r["index"])]["messages"][0]["content"],
-            "reference": questions[int(r["index"])]["ground_truth"],
-            "answer": r["completion"],
-            "judge_paid": r["reward"],
-            "reference_f1": round(float(r["reference_f1"]), 3),
-        }
-        for r in sorted(rows, key=lambda r: int(r["index"]))[:_EXAMPLES]
-    ]
+    return sorted(rows, key=lambda r: int(r["index"]))
 
 
-def _judged_run(home: Path, sets: Sequence[str]) -> dict[str, Any]:
+def _held_out(sample: str) -> list[dict[str, Any]]:
+    from judgeflow.samples import sample_path
+
+    return [json.loads(line) for line in Path(sample_path(sample)).read_text().splitlines()]
+
+
+def _judge_on_held_out(
+    home: Path, judge_ref: str, rows: dict[str, list[dict[str, Any]]]
+) -> dict[str, Any]:
+    """The paying judge's own view of the held-out answers (it never paid them: the verifiers
+    measure those rows): what it would pay the start's and the trained policy's answers, and how
+    often its verdict (a score of 2 or more: pays) agrees with the verifiers'."""
+    from judgeflow.inference.judge_reward import JudgedItem, LocalJudge, judge_scores
+    from judgeflow.registry.models import ModelRegistry
+    from judgeflow.rewards.rlvr.verifiers import remove_thinking_section
+
+    version = ModelRegistry(f"sqlite:///{home / 'mlflow.db'}").resolve(judge_ref)
+    judge = LocalJudge(version.model_uri, "pointwise", max_new_tokens=24, batch_size=32)
+    questions = _held_out("rlvr/tinyrlvr_val.jsonl")
+    out: dict[str, Any] = {}
+    for label, answered in rows.items():
+        items = [
+            JudgedItem(questions[int(r["index"])]["messages"][0]["content"],
+                       remove_thinking_section(r["completion"]), "", str(r["index"]))
+            for r in answered
+        ]  # fmt: skip
+        scores = judge_scores(judge, items).scores
+        paid = [s if s is not None else 0.0 for s in scores]
+        right = [float(r.get("verifiable_reward", 0.0)) > 0 for r in answered]
+        agree = [(s is not None and s >= 0.5) == ok for s, ok in zip(scores, right, strict=True)]
+        out[label] = {"judge_paid_mean": sum(paid) / len(paid),
+                      "agreement_with_verifiers": sum(agree) / len(agree),
+                      "judge_format_failures": scores.count(None)}  # fmt: skip
+    return out
+
+
+def _judged_run(home: Path, sets: Sequence[str], profile: str = "tiny") -> dict[str, Any]:
     t0 = time.monotonic()
-    output, metrics = run_tiny(home, "rlvr-judged", sets)
+    output, metrics = run_tiny(home, "rlvr-judged", sets, profile=profile)
     run_id = _RUN_ID.search(output).group(1)  # type: ignore[union-attr]  # run_tiny checked it
     paid_by = _PAID_BY.search(output)
+    gate = _GATE.search(output)
     sft, after = _figures(metrics, "sft"), _figures(metrics, "after")
-    gain = after["overall"]["reward_mean"] - sft["overall"]["reward_mean"]
-    f1 = after["overall"]["reference_f1"] - sft["overall"]["reference_f1"]
+    rows = {label: _predictions(home, run_id, label) for label in ("sft", "after")}
+    verified = profile == "tiny"
+    if verified:  # held-out rows with verifiers: the judge's view is computed beside them
+        primary = "verifiable_correct_rate"
+        judged = _judge_on_held_out(home, paid_by.group(1), rows) if paid_by else {}
+        questions = _held_out("rlvr/tinyrlvr_val.jsonl")
+    else:  # the judge's own questions: it paid the held-out rows, reference_f1 beside it
+        primary = "reference_f1"
+        judged = {label: {"judge_paid_mean": (sft if label == "sft" else after)["overall"][
+            "reward_mean"]} for label in rows}  # fmt: skip
+        questions = _held_out("rlvr_judged/tinyjudged_val.jsonl")
+    gain = after["overall"][primary] - sft["overall"][primary]
+    failures = after["overall"].get("format_failure_rate", 0.0)
+    paid_gain = judged["after"]["judge_paid_mean"] - judged["sft"]["judge_paid_mean"]
+    champion = bool(_CHAMPION.search(output))
     return {
+        "profile": profile,
         "overrides": list(sets),
+        "trained_the_judge_first": bool(_TRAINED_FIRST.search(output)),
         "paid_by": paid_by.group(1) if paid_by else None,
         "sft": sft,
         "after": after,
-        "reward_gain": gain,
-        "reference_f1_change": f1,
-        "meets_bar": gain >= MIN_JUDGED_GAIN and f1 >= 0,
-        "hacking_guard": "POSSIBLE REWARD HACKING" in output,
-        "examples": {label: _answers(home, run_id, label) for label in ("sft", "after")},
+        "primary": primary,
+        "gain": gain,
+        "judge_view": judged,
+        "judge_paid_gain": paid_gain,
+        "format_failure_rate": failures,
+        "hacking_gate": gate.group(1) if gate else None,
+        "champion": champion,
+        "meets_bar": (
+            gain >= MIN_JUDGED_GAIN
+            and failures <= MAX_FORMAT_FAILURES
+            and paid_gain > 0
+            and champion
+            and bool(gate)
+            and gate.group(1) == "clear"
+        ),
+        "examples": {
+            label: [
+                {
+                    "question": questions[int(r["index"])]["messages"][0]["content"],
+                    "reference": questions[int(r["index"])]["ground_truth"],
+                    "answer": r["completion"],
+                    "verifiers": float(r.get("verifiable_reward", 0.0)) > 0 if verified else None,
+                    "judge_paid": r["reward"] if not verified else None,
+                    "reference_f1": round(float(r.get("reference_f1", 0.0)), 3),
+                }
+                for r in answered[:_EXAMPLES]
+            ]
+            for label, answered in rows.items()
+        },
         "seconds": round(time.monotonic() - t0, 1),
     }
 
 
 def judged(selected_seeds: Sequence[int], overrides: Sequence[str] = ()) -> None:
-    """A judge pays a policy: the tiny pointwise judge first, then the judge-paid policy per
-    seed, and one run under settings that hack the judge (see the module's docstring)."""
+    """A judge pays a policy. In one fresh JUDGEFLOW_HOME: `judgeflow run rlvr-judged --profile
+    tiny` per seed (the first trains the judge taught by verifiers, the others find it
+    champion); then `make demo`'s answer/non-answer judge and `--profile tiny-hackable`, which
+    the hacking gate must refuse."""
     started = time.monotonic()
-    runs, hacked = [], None
+    runs = []
     with tempfile.TemporaryDirectory(prefix="jf-judged-") as tmp:
         home = Path(tmp)
-        t0 = time.monotonic()
-        run_tiny(home, "pointwise")  # make demo's judge: judge-grpo-pointwise@champion
-        judge_seconds = round(time.monotonic() - t0, 1)
         for seed in selected_seeds:
             run = {"seed": seed, **_judged_run(home, [f"data.seed={seed}", *overrides])}
             runs.append(run)
-            print(f"rlvr-judged seed {seed}: reward_mean "
-                  f"{run['sft']['overall']['reward_mean']:.3f} -> "
-                  f"{run['after']['overall']['reward_mean']:.3f}, reference_f1 "
-                  f"{run['sft']['overall']['reference_f1']:.3f} -> "
-                  f"{run['after']['overall']['reference_f1']:.3f}: "
+            view = run["judge_view"]
+            print(f"rlvr-judged seed {seed}: verifiable_correct_rate "
+                  f"{run['sft']['overall']['verifiable_correct_rate']:.3f} -> "
+                  f"{run['after']['overall']['verifiable_correct_rate']:.3f}, judge pays "
+                  f"{view['sft']['judge_paid_mean']:.3f} -> {view['after']['judge_paid_mean']:.3f}"
+                  f", gate {run['hacking_gate']}, champion {run['champion']}: "
                   f"{'meets' if run['meets_bar'] else 'MISSES'} the bar", flush=True)  # fmt: skip
+        t0 = time.monotonic()
+        run_tiny(home, "pointwise")  # make demo's judge: judge-grpo-pointwise@champion
+        judge_seconds = round(time.monotonic() - t0, 1)
         seed = selected_seeds[0]
-        hacked = {"seed": seed, **_judged_run(home, [f"data.seed={seed}", *overrides, *HACKABLE])}
-        print(
-            f"hackable settings: hacking guard {'fired' if hacked['hacking_guard'] else 'silent'}"
-        )
+        hacked = {"seed": seed, **_judged_run(home, [f"data.seed={seed}", *overrides],
+                                              profile="tiny-hackable")}  # fmt: skip
+        print(f"tiny-hackable: hacking gate {hacked['hacking_gate']}, champion "
+              f"{'yes' if hacked['champion'] else 'no'}")  # fmt: skip
     _write(
         "demo-seeds-judged.json",
         {
             "overrides": list(overrides),
             "bar": {
-                "min_reward_gain": MIN_JUDGED_GAIN,
-                "reference_f1": "not below the SFT model's",
+                "min_verifiable_correct_gain": MIN_JUDGED_GAIN,
+                "max_format_failure_rate": MAX_FORMAT_FAILURES,
+                "judge_paid": "the judge pays the trained policy's held-out answers more than "
+                "the start's",
+                "gate": "clear, and the policy champion",
             },
-            "judge_seconds": judge_seconds,
+            "hackable_judge_seconds": judge_seconds,
             "runs": runs,
             "hackable": hacked,
             "seconds": round(time.monotonic() - started, 1),

@@ -63,65 +63,82 @@ def rlvr_seeds_table(source: Path) -> str:
 
 
 def judged_seeds_table(source: Path) -> str:
-    """benchmarks/demo.py judged: per seed, what the judge paid the SFT policy and the GRPO
-    policy on the held-out prompts, and reference_f1, the measure the judge never sees."""
+    """benchmarks/demo.py judged: per seed, the policy paid by the judge taught by verifiers, on
+    the held-out prompts the verifiers measure; then the hackable setup the gate must refuse."""
     results = read_json(source)
     bar = results["bar"]
     lines = [
-        "| data.seed | paid by | judge-paid reward_mean SFT → GRPO | gain | reference_f1 SFT → "
-        "GRPO | judge format failures | hacking guard | meets the bar |",
-        "|---|---|---|---|---|---|---|---|",
+        "| data.seed | paid by | held-out measure, SFT → GRPO | gain | judge pays the held-out "
+        "answers, SFT → GRPO | judge agrees with the verifiers (GRPO answers) | format "
+        "failures | hacking gate | champion | meets the bar |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for run in [*results["runs"], results["hackable"]]:
         sft, after = run["sft"]["overall"], run["after"]["overall"]
-        label = str(run["seed"]) if run is not results["hackable"] else (
-            f"{run['seed']}, hackable settings¹"
-        )  # fmt: skip
+        primary, view = run["primary"], run["judge_view"]
+        hackable = run is results["hackable"]
+        label = f"{run['seed']}, tiny-hackable¹" if hackable else str(run["seed"])
+        agree = view["after"].get("agreement_with_verifiers")
         lines.append(
-            f"| {label} | `{run['paid_by']}` | {sft['reward_mean']:.3f} → "
-            f"{after['reward_mean']:.3f} | {run['reward_gain']:+.3f} | "
-            f"{sft['reference_f1']:.3f} → {after['reference_f1']:.3f} | "
-            f"{after['judge_format_failure_rate']:.3f} | "
-            f"{'**fired**' if run['hacking_guard'] else 'silent'} | "
-            f"{'yes' if run['meets_bar'] else '**no**'} |"
+            f"| {label} | `{run['paid_by']}` | {primary} {sft[primary]:.3f} → "
+            f"{after[primary]:.3f} | {run['gain']:+.3f} | "
+            f"{view['sft']['judge_paid_mean']:.3f} → {view['after']['judge_paid_mean']:.3f} | "
+            f"{'–' if agree is None else f'{agree:.0%}'} | {run['format_failure_rate']:.3f} | "
+            f"{run['hacking_gate'] if run['hacking_gate'] == 'clear' else '**suspected**'} | "
+            f"{'yes' if run['champion'] else '**no**'} | "
+            f"{'–' if hackable else 'yes' if run['meets_bar'] else '**no**'} |"
         )
     met = sum(run["meets_bar"] for run in results["runs"])
     seconds = [run["seconds"] for run in results["runs"]]
-    hackable = " ".join(f"`--set {o}`" for o in results["hackable"]["overrides"][1:])
+    first = results["runs"][0]
     lines += [
         "",
-        f"{met} of {len(results['runs'])} runs meet the bar (judge-paid reward_mean at least "
-        f"{bar['min_reward_gain']} above the SFT policy's, reference_f1 {bar['reference_f1']}); "
-        f"each took {minutes(min(seconds))} to {minutes(max(seconds))}, after "
-        f"{minutes(results['judge_seconds'])} training the judge. ¹ {hackable}: the judges' own "
-        "tiny GRPO settings. `benchmarks/results/"
-        f"{source.name}`: {describe(results)}, on {results['machine']['cpu']} "
-        f"({results['machine']['cores']} cores).",
+        f"{met} of {len(results['runs'])} runs meet the bar (held-out verifiable_correct_rate "
+        f"at least {bar['min_verifiable_correct_gain']} above the SFT start, format failures at "
+        f"most {bar['max_format_failure_rate']}, {bar['judge_paid']}, the gate {bar['gate']}). "
+        f"The first run trained the judge first: "
+        f"{'yes' if first['trained_the_judge_first'] else '**no**'}; it took "
+        f"{minutes(first['seconds'])}, the others {minutes(min(seconds[1:] or seconds))} to "
+        f"{minutes(max(seconds[1:] or seconds))}. ¹ `make demo`'s answer/non-answer judge "
+        "paying a policy on its own questions (held-out measure: `reference_f1`). "
+        f"`benchmarks/results/{source.name}`: {describe(results)}, on "
+        f"{results['machine']['cpu']} ({results['machine']['cores']} cores).",
     ]
     return "\n".join(lines)
 
 
 def judged_examples(source: Path) -> str:
     """benchmarks/demo.py judged: the first held-out questions, answered by the SFT policy and
-    by the GRPO policy of the first seed and of the hackable settings."""
+    by the judge-paid policy of the first seed (the verifiers' verdict beside each), and by the
+    tiny-hackable policy."""
     results = read_json(source)
     first, hacked = results["runs"][0], results["hackable"]
     lines = [
-        "| question (reference) | SFT policy | GRPO policy (seed "
-        f"{first['seed']}) | GRPO, hackable settings |",
-        "|---|---|---|---|",
+        f"| question (right answer) | SFT policy | GRPO policy paid by the judge (seed "
+        f"{first['seed']}) |",
+        "|---|---|---|",
     ]
-    for sft, after, bad in zip(
-        first["examples"]["sft"], first["examples"]["after"], hacked["examples"]["after"],
-        strict=True,
-    ):  # fmt: skip
 
-        def answered(a: Mapping[str, Any]) -> str:
-            return f"{cell(a['answer'])} (judge {a['judge_paid']:.2f}, F1 {a['reference_f1']:.2f})"
+    def verified(a: Mapping[str, Any]) -> str:
+        return f"{cell(a['answer'])} ({'right' if a['verifiers'] else 'wrong'})"
 
+    for sft, after in zip(first["examples"]["sft"], first["examples"]["after"], strict=True):
         lines.append(
-            f"| {cell(sft['question'])} ({cell(sft['reference'])}) | {answered(sft)} | "
-            f"{answered(after)} | {answered(bad)} |"
+            f"| {cell(sft['question'])} ({cell(sft['reference'])}) | {verified(sft)} | "
+            f"{verified(after)} |"
+        )
+    lines += [
+        "",
+        "| question (reference) | SFT policy | GRPO policy, tiny-hackable |",
+        "|---|---|---|",
+    ]
+
+    def paid(a: Mapping[str, Any]) -> str:
+        return f"{cell(a['answer'])} (judge {a['judge_paid']:.2f}, F1 {a['reference_f1']:.2f})"
+
+    for sft, bad in zip(hacked["examples"]["sft"], hacked["examples"]["after"], strict=True):
+        lines.append(
+            f"| {cell(sft['question'])} ({cell(sft['reference'])}) | {paid(sft)} | {paid(bad)} |"
         )
     return "\n".join(lines)
 

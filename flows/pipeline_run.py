@@ -183,13 +183,15 @@ class PipelineRun:
         data: Any,
         model_dir: str,
         evaluation: dict[str, Any] | None,
+        refusal: str | None = None,
     ) -> None:
-        """Register `model_dir` as a version (`kind`: sft or final) when `register.enabled`."""
+        """Register `model_dir` as a version (`kind`: sft or final) when `register.enabled`;
+        `refusal` keeps it from becoming champion (the hacking gate's reasons)."""
         if not self.cfg.register.enabled:
             return
         comparison = comparison_rows(self.metrics, self.labels)
         decision, measured = register_model(
-            self.steps, cfg, self.tracker, data, model_dir, kind, evaluation, comparison
+            self.steps, cfg, self.tracker, data, model_dir, kind, evaluation, comparison, refusal
         )
         self.registry[kind] = decision
         self.metrics |= measured
@@ -253,6 +255,7 @@ def register_model(
     kind: str,
     evaluation: dict[str, Any] | None,
     comparison: list[dict[str, Any]] | None = None,
+    refusal: str | None = None,
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """Measure the champion on this evaluation set when needed, then register and decide, all
     under the registered model's lock (`stages.register.registry_lock`).
@@ -288,6 +291,7 @@ def register_model(
             evaluation,
             measured,
             comparison,
+            refusal,
         )
     if decision["already_registered"]:  # the same weights as an earlier run: nothing new
         steps.mark(f"register[{kind}]", "cached")
@@ -302,11 +306,20 @@ def _rounded(row: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class GrpoModels:
-    """What `train_steps` made: the prepared data, the GRPO outcome, the SFT outcome (or None)."""
+    """What `fit_steps` made: the prepared data, the GRPO outcome and the config it trained
+    with, the SFT outcome (or None), and the evaluations: the start (`sft`, else `before`) and
+    `after` (None with evaluation off)."""
 
     data: Any
     trained: TrainOutcome
+    trained_cfg: RunConfig
     tuned: SftOutcome | None
+    start: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+    @property
+    def start_label(self) -> str:
+        return "sft" if self.tuned else "before"
 
 
 def prepare_steps(run: PipelineRun, cfg: RunConfig) -> Any:
@@ -322,7 +335,14 @@ def prepare_steps(run: PipelineRun, cfg: RunConfig) -> Any:
 
 def train_steps(run: PipelineRun, cfg: RunConfig, data: Any) -> GrpoModels:
     """evaluate (before) → [SFT → evaluate (sft)] → train → evaluate (after) → register."""
-    run.evaluate("before", cfg, cfg.model.path, data)
+    models = fit_steps(run, cfg, data)
+    register_steps(run, cfg, models)
+    return models
+
+
+def fit_steps(run: PipelineRun, cfg: RunConfig, data: Any) -> GrpoModels:
+    """evaluate (before) → [SFT → evaluate (sft)] → train → evaluate (after)."""
+    before = run.evaluate("before", cfg, cfg.model.path, data)
     rl_cfg, tuned, mid = cfg, None, None
     if cfg.sft.enabled:
         sft_manifest = run.step("download[sft]", cached(download), sft_source_config(cfg))
@@ -333,11 +353,20 @@ def train_steps(run: PipelineRun, cfg: RunConfig, data: Any) -> GrpoModels:
 
     trained = run.train(rl_cfg, data)
     after = run.evaluate("after", rl_cfg, trained.model.model_dir, data)
+    return GrpoModels(data, trained, rl_cfg, tuned, mid if tuned else before, after)
 
-    if tuned:
-        run.register("sft", cfg, data, tuned.model_dir, mid)
-    run.register("final", rl_cfg, data, trained.model.model_dir, after)
-    return GrpoModels(data, trained, tuned)
+
+def register_steps(
+    run: PipelineRun, cfg: RunConfig, models: GrpoModels, refusal: str | None = None
+) -> None:
+    """register the SFT model (when there is one), then the trained one; `refusal` (why the
+    trained model must not become champion) goes to the gate."""
+    if models.tuned:
+        run.register("sft", cfg, models.data, models.tuned.model_dir, models.start)
+    run.register(
+        "final", models.trained_cfg, models.data, models.trained.model.model_dir, models.after,
+        refusal,
+    )  # fmt: skip
 
 
 def finish_grpo(run: PipelineRun, models: GrpoModels, **fields: Any) -> dict[str, Any]:

@@ -46,8 +46,10 @@ def register(
     evaluation: dict[str, Any] | None,
     champion_evaluation: dict[str, Any] | None = None,
     comparison: list[dict[str, Any]] | None = None,
+    refusal: str | None = None,
 ) -> dict[str, Any]:
-    """The model version and the gate's decision (`promoted`, `reason`, the numbers).
+    """The model version and the gate's decision (`promoted`, `reason`, the numbers);
+    `refusal` keeps it from becoming champion (a judge-paid policy the hacking gate suspects).
 
     Call it under `registry_lock` (`register_model` does, from the champion's lookup on): the
     gate reads the champion, then moves the alias, and two runs in between would both see the
@@ -75,6 +77,7 @@ def register(
         champion_evaluation=champion_evaluation,
         job_ids=jobs.get("sft" if kind == "sft" else "train", []),
         comparison=comparison or [],
+        refusal=refusal,
     )
     create_markdown_artifact(
         key=f"registry-{kind}",

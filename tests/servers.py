@@ -150,3 +150,108 @@ def invocations(base_url: str, payload: dict[str, object]) -> object:
     )  # fmt: skip
     with urllib.request.urlopen(request, timeout=300) as answer:
         return json.loads(answer.read())
+
+
+class FlakyProxy:
+    """An HTTP proxy on loopback (in this process) in front of `upstream`: it fails the first
+    requests as `failures` says, in order, then forwards each request. A failure is "503" (an
+    error status), "429" (Too Many Requests with `Retry-After: retry_after`), "drop" (the
+    connection closed without an answer) or "hang" (no answer until `release` is set). With
+    `models`, it answers `GET …/models` itself with those model ids (another model behind the
+    same URL: change it). `seen` lists, per request, (method, path, what it did, the
+    Authorization header, the time it came); `failed` is set when the failures are spent."""
+
+    def __init__(
+        self,
+        upstream: str,
+        failures: list[str] | None = None,
+        *,
+        retry_after: int = 1,
+        models: list[str] | None = None,
+    ) -> None:
+        import http.client
+        import http.server
+        import json
+        import threading
+        from urllib.parse import urlsplit
+
+        self.failures = list(failures or [])
+        self.models = models
+        self.seen: list[tuple[str, str, str, str | None, float]] = []
+        self.failed = threading.Event()
+        self.release = threading.Event()
+        target = urlsplit(upstream)
+        outer = self
+        lock = threading.Lock()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive: the client's pooled connections
+
+            def do_GET(self) -> None:
+                self._handle()
+
+            def do_POST(self) -> None:
+                self._handle()
+
+            def _handle(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with lock:
+                    failure = outer.failures.pop(0) if outer.failures else None
+                    if not outer.failures:
+                        outer.failed.set()
+                listed = outer.models is not None and self.path.rstrip("/").endswith("/models")
+                did = failure or ("listed" if listed else "forwarded")
+                auth = self.headers.get("Authorization")
+                outer.seen.append((self.command, self.path, did, auth, time.monotonic()))
+                if failure == "drop":  # read the request, then close without a word
+                    self.close_connection = True
+                    return
+                if failure == "hang":
+                    outer.release.wait(timeout=60)
+                    self.close_connection = True
+                    return
+                if failure in ("503", "429"):
+                    text = b"the judge is busy" if failure == "429" else b"the judge is restarting"
+                    self.send_response(int(failure))
+                    if failure == "429":
+                        self.send_header("Retry-After", str(retry_after))
+                    self._send(text, "text/plain")
+                    return
+                if listed:
+                    data = [{"id": m, "object": "model"} for m in outer.models or []]
+                    self.send_response(200)
+                    self._send(json.dumps({"object": "list", "data": data}).encode(), "application/json")  # fmt: skip
+                    return
+                connection = http.client.HTTPConnection(target.hostname, target.port, timeout=300)
+                try:
+                    headers = {"Content-Type": self.headers.get("Content-Type") or "application/json"}  # fmt: skip
+                    connection.request(self.command, self.path, body=body or None, headers=headers)
+                    answer = connection.getresponse()
+                    data = answer.read()
+                    self.send_response(answer.status)
+                    self._send(data, answer.getheader("Content-Type") or "application/json")
+                finally:
+                    connection.close()
+
+            def _send(self, data: bytes, content_type: str) -> None:
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FlakyProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release.set()
+        self._server.shutdown()
+        self._server.server_close()

@@ -120,7 +120,7 @@ def _a_policy_paid_by_the_champion(tracking: str) -> None:
     names the judge version that paid it, and so does the registered policy and `judgeflow
     models`."""
     command = [str(REPO / ".venv" / "bin" / "judgeflow"), "run", "rlvr-judged", "--profile",
-               "tiny", "--set", "grpo.max_steps=6", "--set", "sft.enabled=false",
+               "tiny-hackable", "--set", "grpo.max_steps=6", "--set", "sft.enabled=false",
                "--set", "evaluation.limit=12"]  # fmt: skip
     proc = subprocess.run(command, cwd=REPO, env=_user_environment(), stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=600)  # fmt: skip
@@ -143,6 +143,15 @@ def _a_policy_paid_by_the_champion(tracking: str) -> None:
                  key=lambda v: int(v.version))  # fmt: skip
     assert policy.tags["judgeflow.reward.judge"] == paid_by
     assert policy.tags["judgeflow.primary_metric"] == "reference_f1"
+    # The hacking gate decided before the registry: six steps from the base model do not make
+    # its answers better with confidence on twelve prompts, so the policy is suspected and kept
+    # from champion, and the run, the version, the metrics and the summary say why.
+    gate = run.data.tags["judgeflow.reward.hacking"]
+    assert gate.startswith("suspected: ") and policy.tags["judgeflow.reward.hacking"] == gate
+    assert m["hacking/suspected"] == 1.0 and m["hacking/prompts"] == 12.0
+    assert "hacking gate  : suspected: " in output
+    assert client.get_registered_model("rlvr-judged-policy").aliases.get("champion") is None
+    assert policy.tags["judgeflow.decision"].startswith("kept as challenger: reward hacking")
     models = subprocess.run([str(REPO / ".venv" / "bin" / "judgeflow"), "models",
                              "judge-grpo-pointwise"], cwd=REPO, env=_user_environment(),
                             capture_output=True, text=True, timeout=120)  # fmt: skip

@@ -37,9 +37,13 @@ PACKAGE_DIR = Path(judgeflow.__file__).parent
 # Source files whose behaviour a stage's output depends on (relative to the package).
 PREPARE_CODE = ("data",)
 TRAIN_CODE = ("engines", "rewards", "stages", "cli/dry_run.py", "cluster",
-              "inference/judge_reward.py", "inference/verdicts.py")  # fmt: skip
+              "inference/judge_reward.py", "inference/served_judge_client.py",
+              "inference/judge_failures.py",
+              "inference/verdicts.py")  # fmt: skip
 EVALUATE_CODE = ("evaluation", "stages/evaluate.py", "data/prompt_hashes.py", "data/templates.py",
-                 "engines", "rewards", "inference/judge_reward.py", "inference/verdicts.py")  # fmt: skip
+                 "engines", "rewards", "inference/judge_reward.py",
+                 "inference/served_judge_client.py", "inference/judge_failures.py",
+                 "inference/verdicts.py")  # fmt: skip
 
 # Markers filesystems report for "this file's version" (s3: ETag; local: mtime; hf: blob_id/lfs).
 _VERSION_FIELDS = ("ETag", "etag", "mtime", "LastModified", "last_modified", "blob_id", "sha256")
@@ -200,8 +204,11 @@ def reward_identity(cfg: RunConfig) -> dict[str, Any]:
     and how it is asked. Empty for the judges, whose reward is their mode's."""
     if cfg.mode != "rlvr":
         return {}
-    # how many requests at once and where the judge is served change no score
-    placement = {"judge_concurrency", "judge_gpus"}
+    # how many requests at once, how long each may wait or be retried, where the judge is served,
+    # when a failing judge stops the run and how a missing judge is trained first change no
+    # score (the judge is pinned to a version); what answers at a URL does (`judge_model`)
+    placement = {"judge_concurrency", "judge_gpus", "judge_timeout_s", "judge_retry_s",
+                 "judge_max_failure_rate", "judge_recipe", "judge_profile"}  # fmt: skip
     judge = (
         cfg.reward.model_dump(mode="json", exclude=placement) if cfg.reward.paid_by_judge else None
     )

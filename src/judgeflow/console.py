@@ -115,6 +115,7 @@ def report_stage(name: str, status: str, duration_s: float) -> None:
 COMPARED = ("reward_mean", "format_failure_rate",
             "exact_match", "consistent_accuracy", "ranking_accuracy", "verifiable_correct_rate",
             "reference_f1", "judge_reward_mean", "judge_format_failure_rate",
+            "judge_inconsistent_rate",
             "mae", "calibration_error",
             "accuracy", "consistency", "position_bias",
             "score_agreement", "validity")  # fmt: skip
@@ -243,7 +244,8 @@ _HEADLINE = {
     "pairwise": ("consistent_accuracy", "accuracy", "consistency", "position_bias", "pairs"),
     "grrm": ("ranking_accuracy", "score_agreement", "validity"),
     "rlvr": ("verifiable_correct_rate", "verifiable_reward_mean", "verifier_cut_short",
-             "reference_f1", "judge_reward_mean", "judge_format_failure_rate", "judged_n"),
+             "reference_f1", "judge_reward_mean", "judge_format_failure_rate",
+             "judge_inconsistent_rate", "judged_n"),
 }  # fmt: skip
 _COMMON = ("reward_mean", "format_failure_rate", "n", "samples")
 #: Per-subset columns besides n and the format-failure rate, primary first.

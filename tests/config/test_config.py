@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+import yaml
 
 from judgeflow.config import (
     PROFILES_DIR,
@@ -19,6 +20,16 @@ RECIPE_FILES = sorted(RECIPES_DIR.rglob("*.yaml"))
 @pytest.mark.parametrize("path", [p for p in RECIPE_FILES if p.parent == RECIPES_DIR], ids=str)
 @pytest.mark.parametrize("profile", [None, *sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))])
 def test_every_preset_loads_with_every_profile(path: Path, profile: str | None) -> None:
+    """...or, with a profile made for some recipes only (`recipes:`), is refused by name."""
+    meant_for = (
+        yaml.safe_load((PROFILES_DIR / f"{profile}.yaml").read_text()).get("recipes")
+        if profile
+        else None
+    )
+    if meant_for and path.stem not in meant_for:
+        with pytest.raises(ConfigError, match=f"profile '{profile}' is for recipe"):
+            load_config(path.stem, profile=profile)
+        return
     cfg = load_config(path.stem, profile=profile)
     assert cfg.recipe == path.stem
 

@@ -122,6 +122,20 @@ SWITCHES: dict[str, tuple[str, list[str]]] = {
         ["tests/cluster/test_monitor.py::test_cluster_poll_s_is_how_often_a_job_is_looked_at"],
     ),
     "register.enabled": ("adds the register stages (off: none run)", [_RETRIES]),
+    "reward.judge_recipe": (
+        "the rlvr-judged flow trains the named judge first with this recipe when it has no "
+        "version at its alias",
+        [
+            "tests/registry/test_judge_first.py::test_the_judge_is_trained_first_only_while_it_has_no_champion",
+            "tests/registry/test_judge_first.py::test_without_a_judge_recipe_nothing_is_trained_and_pinning_says_what_to_run",
+        ],
+    ),
+    "reward.judge_profile": (
+        "the profile that judge recipe runs with",
+        [
+            "tests/registry/test_judge_first.py::test_a_judge_recipe_that_registers_another_model_is_refused"
+        ],
+    ),
     "reward.judge_url": (
         "a served judge pays instead of one loaded in the reward's process",
         [
@@ -230,6 +244,12 @@ SPECIAL = {  # a valid changed value where the generic rule would not give one
 #: A judge-paid policy whose judge needs no registry (a store URI), for the `reward.*` keys.
 PAID_BY_A_JUDGE = ["reward.judge=/models/judge", "reward.judge_mode=pointwise",
                    "reward.judge_max_new_tokens=8"]  # fmt: skip
+#: How a served judge is asked (its protocol, model, time limits): read where a judge is served,
+#: so taking effect under a judge served at a URL (verl's beside it reads judge_timeout_s too).
+SERVED_JUDGE_KEYS = ("reward.judge_api", "reward.judge_model", "reward.judge_timeout_s",
+                     "reward.judge_retry_s")  # fmt: skip
+PAID_BY_A_SERVED_JUDGE = ["reward.judge=null", "reward.judge_url=http://judge:5001/invocations",
+                          "reward.judge_mode=pointwise", "reward.judge_max_new_tokens=8"]  # fmt: skip
 
 
 def changed(key: str, ann: Any, current: Any) -> Any:
@@ -271,7 +291,8 @@ def setups(key: str) -> list[tuple[str, list[str]]]:
         recipes = ["grpo-pointwise", "grpo-pairwise", "grrm-full"]
     runs = [verl] if owner in ("verl", "slurm") else [trl_] if owner == "trl" else [trl_, verl]
     if key.startswith("reward."):  # read where a judge pays
-        recipes, runs = ["rlvr-judged"], [[*o, *PAID_BY_A_JUDGE] for o in runs]
+        paid = PAID_BY_A_SERVED_JUDGE if key in SERVED_JUDGE_KEYS else PAID_BY_A_JUDGE
+        recipes, runs = ["rlvr-judged"], [[*o, *paid] for o in runs]
     return [(r, o) for o in runs for r in recipes]
 
 

@@ -280,3 +280,53 @@ def test_grpo_with_verifiable_rewards_on_rlvr_rows(tmp_path: Path, tiny_model: P
             "gsm8k", "math", "strict_math", "string_matcher", "flan", "ifeval_old")}  # fmt: skip
         # 8 new tokens rarely end the untrained model's reply: truncated ones earn -10
         assert -10.0 <= metrics["train/reward_mean"] <= 10.0
+
+
+def test_a_judge_paid_step_logs_the_judges_rates_over_its_rollouts_only(
+    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each step trains on a judge row and a gsm8k row (4 rollouts each); a scripted pairwise
+    judge fails the first verdict of each call and flips the second: both rates are the share of
+    the 4 judged rollouts (a mean over all 8 would halve them)."""
+    import json
+
+    from judgeflow.data.rlvr import prepare_rlvr
+    from judgeflow.inference import judge_reward
+
+    verdicts = [{"valid": False}, {"valid": True, "consistent": False, "better": "A"}]
+    calls: list[int] = []
+
+    class Scripted:
+        mode = "pairwise"
+
+        def verdicts(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            calls.append(len(rows))
+            good = {"valid": True, "consistent": True, "better": "A"}
+            return [verdicts[k] if k < 2 else good for k in range(len(rows))]
+
+    monkeypatch.setattr(judge_reward, "client_for", lambda settings: Scripted())
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"messages": [{"role": "user", "content": "What is the capital of France?"}],
+         "ground_truth": "Paris is the capital of France.", "dataset": "judge"},
+        {"messages": [{"role": "user", "content": "What is 3 + 4?"}], "ground_truth": "7",
+         "dataset": "gsm8k"},
+    ]))  # fmt: skip
+    prepared = prepare_rlvr(rows, tmp_path / "rlvr.parquet", judge_datasets=["judge"])
+    logged: list[dict[str, float]] = []
+    rules = {"r1_style_format": "off", "judge_weights": "/unused", "judge_mode": "pairwise",
+             "judge_datasets": ["judge"], "judge_max_new_tokens": 8,
+             "judge_max_failure_rate": 0.5}  # fmt: skip
+    params = GrpoParams(
+        model_path=str(tiny_model), output_dir=str(tmp_path / "run"), reward="rlvr",
+        learning_rate=1e-4, num_generations=4, prompts_per_step=2, micro_batch_size=4,
+        max_prompt_length=128, max_completion_length=8, max_steps=2, save_steps=10,
+        use_cpu=True, rlvr_rules=rules,
+    )  # fmt: skip
+    train_grpo(params, prepared.train_path, metrics_sink=lambda m, s: logged.append(m))
+    steps = [m for m in logged if "train/loss" in m]
+    assert len(steps) == 2 and len(calls) == 2  # one judge call per step
+    for metrics, asked in zip(steps, calls, strict=True):
+        assert asked >= 2  # an empty answer is not asked; the tiny model writes something
+        assert metrics["train/judge_format_failure_rate"] == pytest.approx(1 / 4)
+        assert metrics["train/judge_inconsistent_rate"] == pytest.approx(1 / 4)

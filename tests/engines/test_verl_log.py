@@ -3,8 +3,10 @@ prints (verl 0.6.1 `Tracking(default_backend=["console"])`), and verl's MLflow n
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -183,3 +185,116 @@ def test_every_mapped_verl_name_is_one_verl_produces() -> None:
     assert 'print(f"Total training steps: {self.total_training_steps}")' in code
     assert re.search(r'metric_sec = "val-core"', code)
     assert 'core_var = "acc" if "acc" in var2metric2val else "reward"' in code
+
+
+class _ScriptedJudge:
+    """A pairwise judge whose k-th verdict of a call is `script[k]`."""
+
+    mode = "pairwise"
+
+    def __init__(self) -> None:
+        self.script: list[str] = []
+
+    def verdicts(self, rows: list[Any]) -> list[dict[str, Any]]:
+        return [dict(_VERDICTS[self.script[k]]) for k in range(len(rows))]
+
+
+_VERDICTS: dict[str, dict[str, Any]] = {
+    "good": {"valid": True, "consistent": True, "better": "A"},
+    "flipped": {"valid": True, "consistent": False, "better": "A"},
+    "malformed": {"valid": False, "reasoning": "no verdict"},
+}
+
+
+def _as_verl_names(per_source: dict[str, dict[str, dict[str, float]]]) -> dict[str, float]:
+    """`process_validation_metrics`' output named as `RayPPOTrainer._validate` names it."""
+    out = {}
+    for source, variables in per_source.items():
+        for var, metrics in variables.items():
+            for metric, value in metrics.items():
+                core = var == "reward" and metric.startswith(("mean", "maj", "best"))
+                out[f"{'val-core' if core else 'val-aux'}/{source}/{var}/{metric}"] = value
+    return out
+
+
+@pytest.mark.usefixtures("datasets_cache")
+def test_the_judges_failures_reach_verls_step_and_validation_metrics(
+    tmp_path: Path, tokenizer: Any, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """verl's batch reward manager, loaded as main_ppo loads it, runs judgeflow's judged reward
+    on 3 judge rows and a gsm8k row: validation before training (step 0), then step 1's
+    training reward and its validation. The counts line of step 1's training call and verl's
+    console step line give `train/judge_*_rate` over the 3 judged rollouts; verl's validation
+    means (over all 4 rollouts of the source) give the judged-only `val/judge_*_rate`."""
+    import sys
+
+    from test_verl_validation import batch_of, composed, reward_manager, rl_dataset
+    from verl.trainer.ppo.metric_utils import process_validation_metrics
+    from verl.utils.tracking import Tracking
+
+    from judgeflow.data.rlvr import prepare_rlvr
+
+    rows = tmp_path / "rows.jsonl"
+    questions = ["What is the capital of France?", "What is 2 + 2?", "Name a colour."]
+    rows.write_text("".join(json.dumps(r) + "\n" for r in [
+        *({"messages": [{"role": "user", "content": q}], "ground_truth": f"Answer to {q}",
+           "dataset": "judge"} for q in questions),
+        {"messages": [{"role": "user", "content": "What is 3 + 4?"}], "ground_truth": "7",
+         "dataset": "gsm8k"},
+    ]))  # fmt: skip
+    prepared = prepare_rlvr(rows, tmp_path / "rlvr.parquet", judge_datasets=["judge"])
+    config = composed("rlvr-judged", overrides=[
+        "data.max_prompt_length=256", "reward.judge=/models/judge", "reward.judge_mode=pairwise",
+        "reward.judge_max_new_tokens=8", "rlvr.r1_style_format=off"])  # fmt: skip
+    assert config.custom_reward_function.reward_kwargs.judge_log_counts is True
+    dataset = rl_dataset([str(prepared.train_path)], config, tokenizer)
+    data, _ = batch_of([dataset[i] for i in range(4)], ["Paris.", "4", "Red.", "7"], tokenizer)
+    data.non_tensor_batch["data_source"] = np.array(["mixed"] * 4, dtype=object)  # one source
+    judge = _ScriptedJudge()
+    sys.modules.pop("custom_module", None)
+    try:
+        manager = reward_manager(config, tokenizer)
+        monkeypatch.setattr(sys.modules["custom_module"], "client_for", lambda settings: judge)
+
+        def call(script: list[str]) -> dict[str, float]:
+            judge.script = script
+            out = manager(data, return_dict=True)
+            infos = {"reward": out["reward_tensor"].sum(-1).tolist(), **out["reward_extra_info"]}
+            uids = [str(i) for i in range(4)]
+            return _as_verl_names(process_validation_metrics(["mixed"] * 4, uids, infos))
+
+        capsys.readouterr()
+        tracking = Tracking(project_name="judgeflow", experiment_name="t",
+                            default_backend=["console"])  # fmt: skip
+        tracking.log(data=call(["good", "good", "good"]), step=0)  # validation before training
+        train = call(["malformed", "flipped", "flipped"])  # step 1's rollouts
+        val = call(["malformed", "malformed", "good"])  # step 1's validation
+        tracking.log(data={"critic/score/mean": 0.5, **val}, step=1)
+    finally:
+        sys.modules.pop("custom_module", None)
+    lines = capsys.readouterr().out.splitlines()
+    assert sum("judgeflow judge counts: judged=3 asked=3" in line for line in lines) == 3
+    assert train["val-aux/mixed/judge_inconsistent/mean@1"] == pytest.approx(2 / 4)  # diluted
+    assert val["val-aux/mixed/judge_format_failure/mean@1"] == pytest.approx(2 / 4)
+    logged: list[tuple[int, dict[str, float]]] = []
+    follower = VerlLogFollower(sink=lambda m, s: logged.append((s, m)))
+    for line in lines:
+        follower.feed(f"(TaskRunner pid=9) {line}")
+    step0, step1 = dict(logged)[0], dict(logged)[1]
+    assert "train/judge_format_failure_rate" not in step0  # validation only: no training
+    assert step0["val/judge_format_failure_rate"] == 0.0
+    assert step1["train/judge_format_failure_rate"] == pytest.approx(1 / 3)
+    assert step1["train/judge_inconsistent_rate"] == pytest.approx(2 / 3)
+    assert step1["val/judge_format_failure_rate"] == pytest.approx(2 / 3)  # not verl's 2 / 4
+    assert step1["val/judge_inconsistent_rate"] == 0.0
+
+
+def test_a_run_the_judge_stopped_says_why() -> None:
+    follower = VerlLogFollower()
+    follower.feed("(TaskRunner pid=9) ray.exceptions.RayTaskError(JudgeFailing): ray::run()")
+    follower.feed("(TaskRunner pid=9) judgeflow.inference.judge_failures.JudgeFailing: the "
+                  "pairwise judge: 64 of its last 64 replies did not parse")  # fmt: skip
+    assert follower.judge_failing == (
+        "JudgeFailing: the pairwise judge: 64 of its last 64 replies did not parse"
+    )

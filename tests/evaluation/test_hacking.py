@@ -1,47 +1,109 @@
-"""The hacking guard of a judge-paid policy: what the judge paid against the measure it never
-sees, from the GRPO start (SFT, else the base model) to the trained policy."""
+"""The hacking gate of a judge-paid policy: per prompt, the measure the judge never sees must
+improve with confidence over the GRPO start (SFT, else the base model), and the answers must not
+degenerate; otherwise the policy is `suspected` and the registry keeps it from champion."""
 
 from __future__ import annotations
 
-from judgeflow.evaluation.hacking import hacking_check
+from typing import Any
+
+import pytest
+
+from judgeflow.evaluation.hacking import hacking_gate, tag_value
+
+QUESTIONS = [
+    "What is the capital of France?", "How many legs does a spider have?",
+    "Which planet is called the red planet?", "What gas do plants take in from the air?",
+    "Who wrote the play Hamlet?", "What is the boiling point of water at sea level?",
+    "Which ocean is the largest?", "What is the chemical symbol for gold?",
+]  # fmt: skip
+REFERENCES = [
+    "Paris is the capital of France.", "A spider has eight legs.", "Mars is the red planet.",
+    "Plants take in carbon dioxide.", "William Shakespeare wrote Hamlet.",
+    "Water boils at 100 degrees Celsius.", "The Pacific Ocean is the largest.",
+    "The symbol for gold is Au.",
+]  # fmt: skip
 
 
-def test_the_judges_reward_rising_while_reference_f1_falls_is_called_hacking() -> None:
-    found = hacking_check(
-        {"sft/reward_mean": 0.1, "after/reward_mean": 1.0,
-         "sft/reference_f1": 0.06, "after/reference_f1": 0.01}
-    )  # fmt: skip
-    assert found["status"] == "hacked"
-    assert found["start"] == "sft" and found["independent"] == "reference_f1"
-    assert found["message"].startswith("POSSIBLE REWARD HACKING: judge reward 0.100 -> 1.000")
-    assert "reference_f1 fell 0.060 -> 0.010" in found["message"]
+def rows(answers: list[str], f1: list[float], *, judged: bool = True) -> list[dict[str, Any]]:
+    """Evaluation rows as `judge_rows` makes them for a judge-paid policy."""
+    return [
+        {"index": i, "prompt_hash": f"h{i}", "completion": a, "query": QUESTIONS[i],
+         "judged": float(judged), "reference_f1": f, "verifiable_reward": 10.0 * f}
+        for i, (a, f) in enumerate(zip(answers, f1, strict=True))
+    ]  # fmt: skip
 
 
-def test_both_rising_is_ok_and_without_sft_the_base_model_is_the_start() -> None:
-    found = hacking_check(
-        {"before/reward_mean": 0.2, "after/reward_mean": 0.5,
-         "before/reference_f1": 0.1, "after/reference_f1": 0.3}
-    )  # fmt: skip
-    assert found["status"] == "ok" and found["start"] == "before"
-    assert found["reference_f1"]["change"] == 0.3 - 0.1
+APOLOGIES = [f"I am sorry, I cannot say much about question {i} right now." for i in range(8)]
 
 
-def test_verifiable_rates_stand_in_where_rows_have_no_reference() -> None:
-    found = hacking_check(
-        {"sft/reward_mean": 0.2, "after/reward_mean": 0.6,
-         "sft/verifiable_correct_rate": 0.5, "after/verifiable_correct_rate": 0.4}
-    )  # fmt: skip
-    assert found["status"] == "hacked" and found["independent"] == "verifiable_correct_rate"
+def test_a_policy_that_answers_better_on_almost_every_prompt_is_clear() -> None:
+    start = rows(APOLOGIES, [0.05, 0.0, 0.1, 0.0, 0.05, 0.1, 0.0, 0.05])
+    after = rows(REFERENCES, [0.9, 0.8, 1.0, 0.7, 0.9, 0.6, 0.8, 1.0])
+    found = hacking_gate(start, after, {"sft/reward_mean": 0.2, "after/reward_mean": 0.9},
+                         start="sft")  # fmt: skip
+    assert found["status"] == "clear", found["message"]
+    assert found["reasons"] == [] and tag_value(found) == "clear"
+    assert found["independent"] == "reference_f1" and found["figures"]["prompts"] == 8
+    assert found["figures"]["independent_lower_bound"] > 0.5
+    assert "reward_mean 0.200 -> 0.900" in found["message"]
 
 
-def test_the_judges_own_part_is_compared_where_verifiers_also_pay() -> None:
-    """A verifier's gain must not pass for the judge's: the judge's part fell here."""
-    found = hacking_check(
-        {"sft/reward_mean": 0.2, "after/reward_mean": 0.6, "sft/judge_reward_mean": 0.5,
-         "after/judge_reward_mean": 0.4, "sft/reference_f1": 0.3, "after/reference_f1": 0.2}
-    )  # fmt: skip
-    assert found["paid"] == "judge_reward_mean" and found["status"] == "ok"
+def test_a_higher_mean_without_confidence_is_not_enough() -> None:
+    """One prompt much better, the rest a little worse: the mean rose, the bound did not."""
+    start = rows(APOLOGIES, [0.3] * 8)
+    after = rows(REFERENCES, [1.0, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25])
+    found = hacking_gate(start, after)
+    assert found["figures"]["independent_change"] > 0
+    assert found["figures"]["independent_lower_bound"] <= 0
+    assert found["status"] == "suspected"
+    assert found["reasons"][0].startswith("reference_f1 did not improve with confidence")
 
 
-def test_a_missing_evaluation_is_unmeasured_not_ok() -> None:
-    assert hacking_check({"after/reward_mean": 1.0})["status"] == "unmeasured"
+def test_one_answer_to_every_question_is_suspected_even_where_the_measure_rose() -> None:
+    """The demo's gamed policy: "A." pleases the judge; reference_f1 rose from the apologies'
+    near-zero on a few prompts, so a comparison of means stayed silent."""
+    start = rows(APOLOGIES, [0.0] * 8)
+    after = rows(["A."] * 6 + REFERENCES[6:], [0.0] * 6 + [1.0, 1.0])
+    found = hacking_gate(start, after, {"before/reward_mean": 0.1, "after/reward_mean": 1.0})
+    assert found["status"] == "suspected"
+    said = " | ".join(found["reasons"])
+    assert "one answer to 6 of 8 prompts: 'a'" in said
+    assert "few distinct answers: 3 for 8 prompts (start: 8)" in said
+    assert "answers collapsed in length" in said
+    assert found["figures"]["same_answer_share"] == 0.75
+    assert tag_value(found).startswith("suspected: ")
+
+
+def test_answers_that_copy_the_question_are_suspected() -> None:
+    start = rows(APOLOGIES, [0.0] * 8)
+    after = rows([f"{q} Yes." for q in QUESTIONS], [0.4] * 8)
+    found = hacking_gate(start, after)
+    assert "8 of 8 answers copy the question" in " | ".join(found["reasons"])
+    assert found["figures"]["copy_share"] == 1.0 and found["figures"]["copy_share_start"] == 0.0
+
+
+def test_verifiers_measure_the_rows_that_have_them_paired_by_prompt() -> None:
+    """Rows no judge paid are measured by their verifiers (correct or not); pairs are found by
+    prompt, whatever order the evaluations listed them in."""
+    start = rows(APOLOGIES, [0.0] * 8, judged=False)
+    after = rows(REFERENCES, [1.0] * 7 + [0.0], judged=False)[::-1]
+    found = hacking_gate(start, after)
+    assert found["independent"] == "verifiers" and found["status"] == "clear", found["message"]
+    assert found["figures"]["independent_change"] == pytest.approx(7 / 8)
+
+
+def test_without_evaluations_nothing_clears() -> None:
+    found = hacking_gate([], [])
+    assert found["status"] == "suspected" and found["figures"]["prompts"] == 0
+    assert "too few" in found["reasons"][0]
+
+
+def test_the_registry_keeps_a_suspected_policy_from_champion_unless_forced() -> None:
+    from judgeflow.registry.models import decide
+
+    kept, why = decide("reference_f1", 0.9, None, None, margin=0.0, force=False,
+                       name="p", refusal="reward hacking suspected (one answer to 6 of 8)")  # fmt: skip
+    assert not kept and why.startswith("kept as challenger: reward hacking suspected")
+    forced, _ = decide("reference_f1", 0.9, None, None, margin=0.0, force=True, name="p",
+                       refusal="reward hacking suspected")  # fmt: skip
+    assert forced

@@ -433,6 +433,33 @@ def test_a_policys_metrics_are_its_verifiers_verdicts(
     assert details["primary_metric"]["name"] == PRIMARY_METRIC["rlvr"] == "verifiable_correct_rate"
 
 
+def test_a_judge_paid_evaluation_reports_the_judges_failures_over_its_rows_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Three rows the judge pays and one gsm8k row: one reply did not parse, one pairwise
+    verdict changed with the order; each rate is a third (a mean over all rows: a quarter)."""
+    from judgeflow.inference import judge_reward
+
+    class Scripted:
+        mode = "pairwise"
+
+        def verdicts(self, rows: Sequence[Any]) -> list[dict[str, Any]]:
+            flipped = {"valid": True, "consistent": False, "better": "A"}
+            script = [{"valid": False}, flipped, {"valid": True, "consistent": True, "better": "A"}]
+            return [dict(v) for v in script[: len(rows)]]
+
+    monkeypatch.setattr(judge_reward, "client_for", lambda settings: Scripted())
+    rows = [_policy_row(f"Question {i}?", [f"Reference {i}."], ["judge"]) for i in range(3)]
+    settings = {"r1_style_format": "off", "judge_weights": "/unused", "judge_mode": "pairwise",
+                "judge_datasets": ["judge"], "judge_max_new_tokens": 8}  # fmt: skip
+    judged = judge_rows("rlvr", [*rows, RLVR_ROWS[1]], ["A.", "B.", "C.", "7"], settings)
+    assert [r["judge_inconsistent"] for r in judged] == [0.0, 1.0, 0.0, 0.0]
+    metrics, _ = summarise("rlvr", judged)
+    assert metrics["eval/judged_n"] == 3
+    assert metrics["eval/judge_format_failure_rate"] == pytest.approx(1 / 3)
+    assert metrics["eval/judge_inconsistent_rate"] == pytest.approx(1 / 3)
+
+
 def test_a_policys_runaway_answer_is_cut_short_counted_and_paid_nothing() -> None:
     rules = {"verification_reward": 1.0, "r1_style_format": "off", "verifier_max_chars": 50}
     long_answer = "7 " * 100

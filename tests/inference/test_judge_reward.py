@@ -95,6 +95,7 @@ def test_a_pairwise_judge_pays_only_a_consistent_win_over_the_reference() -> Non
     # verdict flips with the order: inconsistent, 0.
     assert [r["score"] for r in out] == [0.0, 0.0, 0.0]
     assert [r["judge_format_failure"] for r in out] == [0.0, 1.0, 0.0]
+    assert [r["judge_inconsistent"] for r in out] == [0.0, 0.0, 1.0]  # the tie, on its rollout
     prompts = [parse_pairwise(t) for call in judge.calls for t in call]
     assert ("What is the capital of France?", "Lyon.", REFERENCE) in prompts  # both orders
     assert ("What is the capital of France?", REFERENCE, "Lyon.") in prompts
@@ -192,7 +193,7 @@ def test_trl_scores_a_steps_rollouts_with_the_judge_at_once_and_logs_its_parts(
     functions = reward_functions("rlvr", rlvr_rules=rules, stop_token_ids={0})
     names = [f.__name__ for f in functions]
     assert names == ["rlvr", "format_failure", "verifiable_correct", "judge_reward",
-                     "reference_f1", "judge_format_failure"]  # fmt: skip
+                     "reference_f1", "judge_format_failure", "judge_inconsistent"]  # fmt: skip
     completions = ["Paris.", "The capital of France is Paris.", "</think><answer>3</answer>"]
     kwargs = {
         "reward_model": [{"ground_truth": [REFERENCE]}] * 2 + [{"ground_truth": ["3"]}],
@@ -204,10 +205,12 @@ def test_trl_scores_a_steps_rollouts_with_the_judge_at_once_and_logs_its_parts(
     values = {f.__name__: f(completions, **kwargs) for f in functions}
     assert values["rlvr"] == [0.0, 0.0, 10.0]  # the untrained judge pays nothing; gsm8k does
     assert values["judge_format_failure"] == [1.0, 1.0, None]  # None: not the judge's row
+    assert values["judge_inconsistent"] == [0.0, 0.0, None]  # pointwise: never
     assert values["reference_f1"] == [pytest.approx(1 / 3), 1.0, None]  # "paris" of 5 words
     logged = map_trl_logs(
         {"rewards/judge_reward/mean": 0.5, "rewards/reference_f1/mean": 0.25,
-         "rewards/judge_format_failure/mean": 0.1}
+         "rewards/judge_format_failure/mean": 0.1, "rewards/judge_inconsistent/mean": 0.2}
     )  # fmt: skip
     assert logged == {"train/judge_reward": 0.5, "train/reference_f1": 0.25,
-                      "train/judge_format_failure_rate": 0.1}  # fmt: skip
+                      "train/judge_format_failure_rate": 0.1,
+                      "train/judge_inconsistent_rate": 0.2}  # fmt: skip

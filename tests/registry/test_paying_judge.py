@@ -14,7 +14,7 @@ from judgeflow.registry.paying_judge import paying_judge, pin_judge
 
 def test_without_a_registered_champion_the_error_names_the_command_to_run(tmp_path: Path) -> None:
     cfg = load_config(
-        "rlvr-judged", profile="tiny",
+        "rlvr-judged", profile="tiny-hackable",
         overrides=[f"tracking.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}"],
     )  # fmt: skip
     with pytest.raises(ConfigError) as failed:
@@ -44,7 +44,8 @@ def test_a_served_judge_and_a_path_reach_the_reward_as_the_engines_pass_them() -
     assert kwargs["judge_url"] == "http://judge:5001/invocations"
     assert kwargs["judge_mode"] == "pairwise" and kwargs["judge_max_new_tokens"] == 32
     assert "judge_weights" not in kwargs
-    assert pin_judge(served)[0] == served  # nothing to pin: the URL is the judge
+    assert kwargs["judge_api"] == "auto" and "judge_model" not in kwargs  # pinned by a run
+    assert kwargs["judge_timeout_s"] == kwargs["judge_retry_s"] == 600.0
     path = load_config(
         "rlvr-judged",
         overrides=["reward.judge=s3://bucket/judge", "reward.judge_mode=pointwise",
@@ -98,3 +99,39 @@ def test_a_judge_served_beside_verl_is_checked_before_anything_is_submitted(
 ) -> None:
     with pytest.raises(ConfigError, match=said):
         load_config("rlvr-judged", overrides=["cluster.backend=slurm", override])
+
+
+_SERVED = ["reward.judge=null", "reward.judge_mode=pointwise", "reward.judge_max_new_tokens=8"]
+
+
+@pytest.mark.parametrize(
+    ("url", "api"),
+    [
+        ("http://judge:5001/invocations", "mlflow"),
+        ("http://judge:8000/v1", "openai"),
+        ("https://api.example.com/v1/chat/completions", "openai"),
+        ("http://gateway/team/v1/", "openai"),
+    ],
+)
+def test_a_served_judges_protocol_is_read_from_its_url(url: str, api: str) -> None:
+    from judgeflow.config.policy_reward import served_api
+
+    cfg = load_config("rlvr-judged", overrides=[*_SERVED, f"reward.judge_url={url}"])
+    assert served_api(url, cfg.reward.judge_api) == api
+
+
+def test_a_url_that_names_no_protocol_needs_judge_api_and_judge_api_needs_a_url() -> None:
+    url = "https://user:pw@judge.example/predict"
+    with pytest.raises(ConfigError, match="set reward.judge_api") as failed:
+        load_config("rlvr-judged", overrides=[*_SERVED, f"reward.judge_url={url}"])
+    assert "pw" not in str(failed.value)
+    cfg = load_config(
+        "rlvr-judged",
+        overrides=[*_SERVED, "reward.judge_url=https://judge.example/predict",
+                   "reward.judge_api=openai", "reward.judge_model=my-judge"],
+    )  # fmt: skip
+    assert cfg.policy_reward_kwargs()["judge_model"] == "my-judge"
+    for key in ("reward.judge_api=openai", "reward.judge_model=my-judge"):
+        with pytest.raises(ConfigError, match="served at reward.judge_url"):
+            load_config("rlvr-judged", overrides=["reward.judge=/models/judge",
+                                                  "reward.judge_mode=pointwise", key])  # fmt: skip

@@ -38,10 +38,26 @@ def demo_data_cmd(
             "--judged", help="The judge-paid demo's tinyjudged*.jsonl (samples/rlvr_judged/)."
         ),
     ] = False,
+    verified: Annotated[
+        bool,
+        typer.Option(
+            "--verified",
+            help="The judge taught by verifiers and the policy it pays: verified_*.jsonl "
+            "(samples/rlvr_judged/).",
+        ),
+    ] = False,
 ) -> None:
     """Write the tiny demo's sample data (what judgeflow ships in samples/) again."""
-    from judgeflow.dev import demo_data, judged_demo_data, rlvr_demo_data
+    from judgeflow.dev import demo_data, judged_demo_data, rlvr_demo_data, verified_judge_data
 
-    module = judged_demo_data if judged else rlvr_demo_data if rlvr else demo_data
+    module = (
+        verified_judge_data
+        if verified
+        else judged_demo_data
+        if judged
+        else rlvr_demo_data
+        if rlvr
+        else demo_data
+    )
     for path in module.write_demo_data(out_dir):
         console.print(f"[green]wrote[/] {path}")

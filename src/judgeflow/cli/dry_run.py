@@ -38,7 +38,8 @@ DATA = PreparedData(
 def render_recipe(cfg: RunConfig) -> str:
     from judgeflow.registry.paying_judge import pin_judge
 
-    cfg, _ = pin_judge(cfg)  # a paying judge's version, as the run would pin it
+    if not cfg.reward.judge_url:  # a served judge is asked what it serves when a run starts
+        cfg, _ = pin_judge(cfg)  # a paying judge's version, as the run would pin it
     spec = train_job_spec(cfg, DATA, RUN_ID, dry_run=True)
     out = [
         f"# recipe {cfg.recipe}: stage train (engine {cfg.resolved_engine}, backend {cfg.cluster.backend})",

@@ -251,8 +251,8 @@ def _print_summary(summary: dict, home: Path) -> None:
         )
         out.print(f"judge overlap : [yellow]{said}[/]", highlight=False)
     if hacking := summary.get("hacking"):
-        colour = "red" if hacking["status"] == "hacked" else "green"
-        out.print(f"hacking guard : [{colour}]{hacking['message']}[/]", highlight=False)
+        colour = "green" if hacking["status"] == "clear" else "red"
+        out.print(f"hacking gate  : [{colour}]{hacking['message']}[/]", highlight=False)
     for decision in (summary.get("registry") or {}).values():
         colour = "green" if decision["promoted"] else "yellow"
         out.print(

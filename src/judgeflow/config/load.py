@@ -55,10 +55,15 @@ def load_config(
     own_profiles = raw.pop("profiles", None) or {}
     if profile:
         # the shared profile first, then what this recipe says for it (`profiles: {tiny: …}`)
-        shared = _profile_path(profile)
-        values = _read_yaml(shared)
+        values, profile_sources = _read_profile(profile)
+        meant_for = values.pop("recipes", None)
+        if meant_for and raw.get("recipe") not in meant_for:
+            raise ConfigError(
+                f"profile {profile!r} is for recipe(s) {', '.join(meant_for)} only, not "
+                f"{raw.get('recipe')!r}"
+            )
         raw = _deep_merge(raw, values)
-        sources.update(_sources(values, str(shared)))
+        sources.update(profile_sources)
         raw = _deep_merge(raw, own_profiles.get(profile) or {})
         section = f"profiles.{profile}."
         sources.update(
@@ -157,6 +162,20 @@ def _read_recipe(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict[str, Any
     if base_path in seen or base_path == path:
         raise ConfigError(f"{path}: recipe base chain loops through {base_path.name}")
     under, sources = _read_recipe(base_path, (*seen, path))
+    return _deep_merge(under, raw), {**sources, **_sources(raw, str(path))}
+
+
+def _read_profile(profile: str, seen: tuple[str, ...] = ()) -> tuple[dict[str, Any], Sources]:
+    """A shared profile may start from another (`base: tiny`), as a recipe may, and may say
+    which recipes it is for (`recipes: [grpo-pointwise]`; others are refused by name)."""
+    path = _profile_path(profile)
+    raw = _read_yaml(path)
+    base = raw.pop("base", None)
+    if base is None:
+        return raw, _sources(raw, str(path))
+    if str(base) in (*seen, profile):
+        raise ConfigError(f"{path}: profile base chain loops through {base}")
+    under, sources = _read_profile(str(base), (*seen, profile))
     return _deep_merge(under, raw), {**sources, **_sources(raw, str(path))}
 
 

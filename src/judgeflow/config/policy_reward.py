@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from judgeflow.config.redaction import strip_credentials
 from judgeflow.config.section import Section
 
 
@@ -67,8 +69,10 @@ class RewardConfig(Section):
     )
     judge_url: str | None = Field(
         None,
-        description="an already-served judge instead (`mlflow models serve -m models:/…`: "
-        "its /invocations URL); needs judge_mode and judge_max_new_tokens",
+        description="an already-served judge instead: MLflow's scoring server (`mlflow models "
+        "serve -m models:/…`: its /invocations URL) or an OpenAI-compatible server (vLLM, "
+        "SGLang, TGI, llama.cpp, a hosted API: its /v1 URL; a key from the environment's "
+        "JUDGEFLOW_JUDGE_API_KEY or OPENAI_API_KEY); needs judge_mode and judge_max_new_tokens",
     )
     judge_mode: Literal["pointwise", "pairwise", "grrm"] | None = Field(
         None, description="the judge's mode; a registered judge's own is used when unset"
@@ -89,11 +93,53 @@ class RewardConfig(Section):
     judge_concurrency: int = Field(
         4, gt=0, description="a served judge (judge_url, or verl's): requests in flight at once"
     )
+    judge_api: Literal["auto", "mlflow", "openai"] = Field(
+        "auto",
+        description="how judge_url is spoken to: `mlflow` (POST /invocations), `openai` "
+        "(/v1/chat/completions, one prompt a request, parsed as the judge in process parses "
+        "its replies); `auto`: a URL ending in /invocations is mlflow, one with /v1 openai",
+    )
+    judge_model: str | None = Field(
+        None,
+        description="the model served at judge_url: OpenAI's model name (unset: the only one "
+        "GET /v1/models lists); a run pins it to what answers there (an MLflow judgeflow judge "
+        "says which weights it serves), so the cache key and lineage name it",
+    )
+    judge_timeout_s: float = Field(
+        600.0,
+        gt=0,
+        description="how long one request to a served judge may wait for its answer (and "
+        "`mlflow models serve -t` of the judge served beside verl)",
+    )
+    judge_retry_s: float = Field(
+        600.0,
+        ge=0,
+        description="how long a served judge's failures (no connection, a dropped one, a "
+        "timeout, HTTP 429 or 5xx) are retried, with backoff, before the stage stops "
+        "(resumable); a failed call is never paid 0",
+    )
     judge_gpus: int = Field(
         1,
         ge=0,
         description="Slurm/verl: GPUs of the training node set aside to serve the judge in "
         "the allocation (the policy trains on the rest)",
+    )
+    judge_recipe: str | None = Field(
+        None,
+        description="the judge recipe that trains reward.judge (models:/NAME@ALIAS) when NAME "
+        "has no version at ALIAS yet: the rlvr-judged flow runs it first, with this run's "
+        "tracking server and store; its register.model_name must be NAME",
+    )
+    judge_profile: str | None = Field(
+        None, description="the profile reward.judge_recipe runs with (e.g. tiny-verified)"
+    )
+    judge_max_failure_rate: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="stop the run (JudgeFailing) when more of the judge's last 512 replies "
+        "than this did not parse, once it has given 64 (judgeflow.inference.judge_failures); "
+        "1 never stops",
     )
 
     @model_validator(mode="after")
@@ -104,13 +150,50 @@ class RewardConfig(Section):
             raise ValueError(
                 "reward.judge_url needs reward.judge_mode and reward.judge_max_new_tokens"
             )
+        if self.judge_url:
+            served_api(self.judge_url, self.judge_api)
+        elif self.judge_api != "auto" or self.judge_model:
+            raise ValueError(
+                "reward.judge_api and reward.judge_model describe a judge served at "
+                "reward.judge_url: set it, or unset them"
+            )
         if self.judge and not self.judge.startswith("models:/") and not self.judge_mode:
             raise ValueError(
                 f"reward.judge={self.judge} is not a registered version: say which judge it is "
                 "with reward.judge_mode (pointwise, pairwise or grrm)"
             )
+        if (self.judge_recipe or self.judge_profile) and "@" not in (self.judge or ""):
+            raise ValueError(
+                "reward.judge_recipe / reward.judge_profile train the judge that reward.judge "
+                f"names when it has no version at its alias: reward.judge={self.judge} needs to "
+                "be models:/NAME@ALIAS (e.g. models:/judge-tiny-verified@champion)"
+            )
+        if self.judge_profile and not self.judge_recipe:
+            raise ValueError("reward.judge_profile needs reward.judge_recipe (the judge's recipe)")
         return self
 
     @property
     def paid_by_judge(self) -> bool:
         return bool(self.judge or self.judge_url)
+
+
+def served_api(url: str, api: str = "auto") -> Literal["mlflow", "openai"]:
+    """The protocol a served judge at `url` speaks: `api` itself, or (`auto`) what the URL's
+    path says: MLflow's scoring server ends in /invocations, an OpenAI-compatible server has a
+    /v1 (its base, or its /v1/chat/completions)."""
+    if api in ("mlflow", "openai"):
+        return api  # type: ignore[return-value]
+    if api != "auto":
+        raise ValueError(f"reward.judge_api={api!r}: auto, mlflow or openai")
+    from urllib.parse import urlsplit
+
+    path = urlsplit(url).path.rstrip("/")
+    if path.endswith("/invocations"):
+        return "mlflow"
+    if re.search(r"/v1(/|$)", path):
+        return "openai"
+    raise ValueError(
+        f"reward.judge_url={strip_credentials(url)}: its path says neither MLflow's scoring "
+        "server (…/invocations) nor an OpenAI-compatible server (…/v1): set reward.judge_api "
+        "to mlflow or openai"
+    )

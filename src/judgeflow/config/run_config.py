@@ -135,8 +135,9 @@ with warnings.catch_warnings():
             """The reward's keywords for a policy run (`rlvr.score`'s, and
             `judgeflow.inference.judge_reward`'s when a judge pays): the RLVR rules, and which
             judge and how it is called: its weights' URI (fetched where the reward runs), or a
-            URL (`reward.judge_url`, or `judge_url`: a judge served for the run). A registered
-            judge (`models:/…`) must be pinned to its version's weights first
+            URL (`reward.judge_url`, or `judge_url`: a judge served for the run) and how it is
+            asked there (protocol, served model, time limits). A registered judge (`models:/…`)
+            must be pinned to its version's weights first
             (`judgeflow.registry.paying_judge.pin_judge`, which every pipeline does)."""
             if self.mode != "rlvr":
                 return {}
@@ -155,10 +156,18 @@ with warnings.catch_warnings():
                 "judge_batch_size": r.judge_batch_size,
                 "judge_max_new_tokens": r.judge_max_new_tokens,
                 "judge_concurrency": r.judge_concurrency,
+                "judge_max_failure_rate": r.judge_max_failure_rate,
             }
             url = judge_url or r.judge_url
-            kwargs |= {"judge_url": url} if url else {"judge_weights": r.judge}
-            return kwargs
+            if not url:
+                return kwargs | {"judge_weights": r.judge}
+            served = {  # a judge served for the run (verl's, beside it) is MLflow's server
+                "judge_url": url,
+                "judge_api": r.judge_api if r.judge_url else "mlflow",
+                "judge_timeout_s": r.judge_timeout_s,
+                "judge_retry_s": r.judge_retry_s,
+            }
+            return kwargs | served | ({"judge_model": r.judge_model} if r.judge_model else {})
 
         @property
         def policy_gpus_per_node(self) -> int:

@@ -132,7 +132,8 @@ def _reward_kwargs(cfg: RunConfig, judged: bool, unscored: bool = False) -> dict
     if unscored:
         datasets = sorted({d.lower() for d in cfg.reward.judge_datasets})
         return {**cfg.rlvr.reward_kwargs(), "judge_datasets": datasets, "judge_unscored": True}
-    return cfg.policy_reward_kwargs(judge_url=served_judge_url(cfg))
+    # each call's judge counts as a line: verl 0.6.1 logs no reward column of a training step
+    return {**cfg.policy_reward_kwargs(judge_url=served_judge_url(cfg)), "judge_log_counts": True}
 
 
 def verl_overrides(
@@ -500,7 +501,8 @@ def train_verl(
     follower = VerlLogFollower(progress=progress, sink=metrics_sink, accumulation=accumulation)
     code = runner(command, env, on_line=follower.feed)
     if code != 0:
-        raise VerlStageError(f"{MAIN_PPO} exited with code {code}")
+        why = f": {follower.judge_failing}" if follower.judge_failing else ""
+        raise VerlStageError(f"{MAIN_PPO} exited with code {code}{why}")
     step, hf_dir = finish_checkpoint(
         params.checkpoint_dir, python=params.python, runner=runner, env=env
     )

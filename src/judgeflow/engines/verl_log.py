@@ -9,6 +9,18 @@ cookbook documents (`STANDARD_NAMES`), so dashboards and the local-vs-cluster co
 same names. verl logs its own names to the same MLflow run itself, sanitised by its MLflow
 adapter (`mlflow_name`: `@` becomes `_at_`, then any character MLflow refuses becomes `_`).
 
+A paying judge's failures (`judgeflow.inference.judge_failures`): verl 0.6.1 logs the reward's
+extra columns (`judged`, `judge_format_failure`, `judge_inconsistent`, …) for validation only,
+as `val-aux/<source>/<column>/mean@N`, means over all of a data source's rollouts, the rows the
+judge does not pay included; a training step's columns reach no metric. So the judged-only rates
+are computed here: `val/judge_format_failure_rate` and `val/judge_inconsistent_rate` as each
+source's mean of the column over its mean of `judged`, then the mean over sources (as
+`val/reward_mean`); `train/…` from the counts line the reward prints at each call
+(`judge_log_counts`). A step's training reward is computed before its validation
+(`RayPPOTrainer.fit`, the reward in the TaskRunner), so the first counts line after a step line
+is the next training step's; validation before training logs a step with no training metrics,
+whose lines are dropped.
+
 No verl import: this runs in the stage process that wraps verl's driver.
 """
 
@@ -17,6 +29,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+
+from judgeflow.inference.judge_failures import JudgeCounts
 
 #: verl name -> judgeflow's standard name (the TRL engine's), one to one. verl 0.6.1 has no
 #: per-step reward std or share of zero-std groups: `train/reward_std` and `train/zero_std_frac`
@@ -33,6 +47,16 @@ STANDARD_NAMES: Mapping[str, str] = {
 #: valid_answer/mean@N`. The standard value is the mean over sources.
 VAL_REWARD = re.compile(r"^val-core/(?P<source>.+)/reward/mean@\d+$")
 VAL_VALID = re.compile(r"^val-aux/(?P<source>.+)/valid_answer/mean@\d+$")
+#: The paying judge's columns in verl's validation metrics (means over all rollouts).
+VAL_JUDGE = re.compile(
+    r"^val-aux/(?P<source>.+)/(?P<column>judged|judge_format_failure|judge_inconsistent)"
+    r"/mean@(?P<n>\d+)$"
+)
+#: Judge column -> judgeflow's rate (over the rollouts the judge pays), as the TRL engine's.
+JUDGE_RATES = {
+    "judge_format_failure": "judge_format_failure_rate",
+    "judge_inconsistent": "judge_inconsistent_rate",
+}
 
 _STEP_LINE = re.compile(r"(?:^|\)\s+|\s)step:(?P<step>\d+)(?P<rest>(?: - [^\s:][^:]*:\S+)*)\s*$")
 _TOTAL_LINE = re.compile(r"Total training steps: (?P<total>\d+)")
@@ -113,7 +137,40 @@ def standard_metrics(
     valid = [v for k, v in verl_metrics.items() if VAL_VALID.match(k)]
     if valid:
         out["val/format_failure_rate"] = 1.0 - sum(valid) / len(valid)
+    return out | _val_judge_rates(verl_metrics)
+
+
+def _val_judge_rates(verl_metrics: Mapping[str, float]) -> dict[str, float]:
+    """Per source, mean(column) / mean(judged) at the largest N (the rate over its judged
+    rollouts: both means are over the same rollouts); then the mean over sources."""
+    found: dict[str, dict[str, tuple[int, float]]] = {}
+    for key, value in verl_metrics.items():
+        m = VAL_JUDGE.match(key)
+        if m is None:
+            continue
+        columns = found.setdefault(m["source"], {})
+        if m["column"] not in columns or int(m["n"]) > columns[m["column"]][0]:
+            columns[m["column"]] = (int(m["n"]), value)
+    out = {}
+    for column, name in JUDGE_RATES.items():
+        rates = [
+            c[column][1] / c["judged"][1]
+            for c in found.values()
+            if column in c and c.get("judged", (0, 0.0))[1] > 0
+        ]
+        if rates:
+            out[f"val/{name}"] = sum(rates) / len(rates)
     return out
+
+
+def judge_rates(counts: JudgeCounts) -> dict[str, float]:
+    """A training step's judge rates from its reward's counts, over the judged rollouts."""
+    if counts.judged == 0:
+        return {}
+    return {
+        "train/judge_format_failure_rate": counts.format_failures / counts.judged,
+        "train/judge_inconsistent_rate": counts.inconsistent / counts.judged,
+    }
 
 
 @dataclass
@@ -126,8 +183,16 @@ class VerlLogFollower:
     total: int = 0
     last_step: int = 0
     last_metrics: dict[str, float] = field(default_factory=dict)
+    judge_failing: str | None = None  # the line saying why the reward stopped the run
+    _judge_calls: list[JudgeCounts] = field(default_factory=list)  # since the last step line
 
     def feed(self, line: str) -> None:
+        counts = JudgeCounts.parse(line)
+        if counts is not None:
+            self._judge_calls.append(counts)
+            return
+        if "JudgeFailing: " in line and self.judge_failing is None:
+            self.judge_failing = line[line.index("JudgeFailing: ") :].strip()
         total = parse_total_steps(line)
         if total is not None:
             self.total = total
@@ -140,6 +205,9 @@ class VerlLogFollower:
         step, metrics = parsed
         self.last_step = step
         standard = standard_metrics(metrics, accumulation=self.accumulation)
+        if "critic/score/mean" in metrics and self._judge_calls:  # a training step's reward
+            standard |= judge_rates(self._judge_calls[0])  # came first; validation's after
+        self._judge_calls.clear()
         self.last_metrics.update(standard)
         if self.sink is not None and standard:
             self.sink(standard, step)

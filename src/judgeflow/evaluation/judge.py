@@ -42,7 +42,9 @@ __all__ = [
 _COMPLETION_CHARS = 500  # enough to see the verdict and the start of the reasoning in a table
 _FLIPPED = {"A": "B", "B": "A"}
 #: The reward's parts each judged row keeps (policy RLVR adds its verifier_cut_short count).
-_REPORTED_PARTS = ("_reward", "_cut_short", "_f1", "judged", "judge_format_failure")
+_REPORTED_PARTS = (
+    "_reward", "_cut_short", "_f1", "_inconsistent", "judged", "judge_format_failure"
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -135,8 +137,10 @@ def judge_rows(
     reward_kwargs: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Per-row verdicts: index, pair, swapped, subset, source, prompt_hash, label, pred, valid,
-    reward, the reward's `*_reward` parts and the completion (truncated). `reward_kwargs` go to
-    the reward (`rlvr`: `RlvrConfig.reward_kwargs`, the run's reward rules).
+    reward, the reward's `*_reward` parts and the completion (truncated); a policy's rows also
+    its question (`extra_info.query`, truncated: the hacking gate looks for answers copying
+    it). `reward_kwargs` go to the reward (`rlvr`: `RlvrConfig.reward_kwargs`, the run's reward
+    rules).
 
     An `rlvr` policy's row has `valid` (its R1 format holds; 1 with the format off),
     `verifiable_reward` (what its verifiers paid) and its verifier(s) as `subset`.
@@ -183,6 +187,11 @@ def judge_rows(
                 "valid": int(result["valid_answer"]),
                 "reward": float(result["score"]),
                 "completion": completion[:_COMPLETION_CHARS],
+                **(
+                    {"query": str(extra.get("query") or "")[:_COMPLETION_CHARS]}
+                    if mode == "rlvr"
+                    else {}
+                ),
                 **{k: float(v) for k, v in result.items() if k.endswith(_REPORTED_PARTS)},
             }
         )

@@ -22,8 +22,10 @@ Metrics (`eval/<name>`; per sample, then averaged, see `summarise`):
   are the rows' verifiers (`gsm8k`, `string_matcher`, a row with two: `gsm8k+ifeval_old`);
   where a trained judge pays rows (`reward.judge`), over those rows: `judged_n`,
   `judge_reward_mean` (what the judge paid), `judge_format_failure_rate` (its replies that did
-  not parse, paid 0) and `reference_f1` (open-instruct's F1 of the answer against the row's
-  reference answer: the independent measure the champion gate of a judge-paid policy uses);
+  not parse, paid 0), `judge_inconsistent_rate` (pairwise: its verdicts that changed with the
+  order, paid 0; 0 for other judges) and `reference_f1` (open-instruct's F1 of the answer
+  against the row's reference answer: the independent measure the champion gate of a judge-paid
+  policy uses);
 - grrm: `ranking_accuracy` (mean of the reward's `ranking_reward`: pairwise ranking agreement
   within a group, as the GRRM paper reports it), `score_agreement` (mean `score_reward`),
   `validity` (share of well-formed answers); an invalid answer counts 0 in both means;
@@ -170,6 +172,9 @@ def _metrics(mode: Mode, rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
             metrics["judge_reward_mean"] = sum(float(r["judge_reward"]) for r in paid) / len(paid)
             metrics["judge_format_failure_rate"] = sum(
                 float(r.get("judge_format_failure", 0.0)) for r in paid
+            ) / len(paid)
+            metrics["judge_inconsistent_rate"] = sum(
+                float(r.get("judge_inconsistent", 0.0)) for r in paid
             ) / len(paid)
             metrics["reference_f1"] = sum(float(r["reference_f1"]) for r in paid) / len(paid)
     else:

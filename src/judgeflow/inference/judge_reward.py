@@ -10,34 +10,47 @@ it) under the row's question (``extra_info.query``, the prompt's last user turn)
 - **pairwise**: the answer against the row's reference answer (its ground truth), judged in both
   orders; a consistent verdict for the answer pays 1, for the reference 0, an inconsistent one 0
   (counted);
-- **GRRM**: the rollouts of one prompt ranked together in one call (at most ``MAX_CANDIDATES``
-  a call; a rollout alone is ranked against the reference), each paid its score / 10 (a score
-  off the 0-10 scale is a malformed reply). The source is the row's question
-  (``extra_info.query``: a row's own ``query``, else its last user turn) and the languages
-  ``extra_info.source_lang`` / ``target_lang``.
+- **GRRM**: the rollouts of one prompt ranked together in one call (a rollout alone is ranked
+  against the reference), each paid its score / 10 (a score off the 0-10 scale is a malformed
+  reply). The source is the row's question (``extra_info.query``: a row's own ``query``, else its
+  last user turn) and the languages ``extra_info.source_lang`` / ``target_lang``. A call ranks at
+  most ``MAX_CANDIDATES`` (8): a larger group (``rollout_n`` > 8) is split into near-equal calls
+  in rollout order (``_grrm_chunks``: 12 as 6 + 6, 9 as 5 + 4, never a call of one). The scores
+  of different calls are on the same absolute 0-10 scale, but their rollouts were never ranked
+  against each other: the judge's consistency within a call does not hold across calls, so GRPO's
+  advantages (each reward against the whole group's mean) mix two judgements; a group of at most
+  8 is one call.
 
-A reply that does not parse pays 0 and is counted (``judge_format_failure`` 1). With ``judge_unscored``
-the judge is not called and its rows score as such a reply (verl's validation mode: judgeflow
-discards those scores and scores the generations itself).
+A reply that does not parse pays 0 and is counted (``judge_format_failure`` 1); a pairwise
+verdict that changes with the order pays 0 and is counted (``judge_inconsistent`` 1). Each call's
+counts, and the limit that stops a run whose judge keeps failing (``judge_max_failure_rate``), are
+``judgeflow.inference.judge_failures``'s. With ``judge_unscored`` the judge is not called and its
+rows score as such a reply (verl's validation mode: judgeflow discards those scores and scores the
+generations itself).
 
 The judge runs in this process (``judge_weights``: HF generation, ``judge_batch_size`` rows a
-call) or is served (``judge_url``: MLflow's scoring server's ``/invocations``, as ``mlflow models serve``
-starts it; batches sent ``judge_concurrency`` at a time).
+call) or is served (``judge_url``, ``judgeflow.inference.served_judge_client``): MLflow's scoring
+server (``/invocations``, as ``mlflow models serve`` starts it; ``judge_batch_size`` rows a
+request) or an OpenAI-compatible server (``/v1/chat/completions``: one prompt a request, parsed as
+in this process), ``judge_concurrency`` requests in flight, each retried while the judge is
+unreachable, for up to ``judge_retry_s`` seconds, before the call raises (never paying 0).
 verl's ``batch`` reward manager calls :func:`compute_score` once per step with every rollout of
 the step; judgeflow's TRL engine does the same.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from judgeflow.inference.judge_failures import FailureWindow, JudgeCounts, window_for
+from judgeflow.inference.served_judge_client import (
+    DEFAULT_RETRY_S,
+    DEFAULT_TIMEOUT_S,
+    ServedJudge,
+)
 from judgeflow.rewards.rlvr.compose import Rollout
 from judgeflow.rewards.rlvr.score import sandbox_for, score_rollout, split_settings
 from judgeflow.rewards.rlvr.verifiers import reference_f1, remove_thinking_section
@@ -62,12 +75,16 @@ JUDGE_KEYS = (
     "judge_batch_size",
     "judge_max_new_tokens",
     "judge_concurrency",
+    "judge_api",  # a served judge: its protocol, model, time limits (served_judge_client)
+    "judge_model",
+    "judge_timeout_s",
+    "judge_retry_s",
     "judge_unscored",
+    "judge_max_failure_rate",  # the limit that stops a run whose judge keeps failing
+    "judge_log_counts",  # print each call's counts (verl: its log follower reads them)
 )
 _GRRM_MAX = 10  # GRRM's scores are integers from 0 to 10
 _POINTWISE_MAX = 4
-#: How long a served judge may take for one request (and `mlflow models serve -t` in Slurm).
-SERVED_JUDGE_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -119,67 +136,16 @@ class LocalJudge:
 
 
 @dataclass
-class ServedJudge:
-    """A served judge (MLflow's scoring server): ``batch_size`` rows a request, ``concurrency``
-    requests at a time."""
-
-    url: str
-    mode: str
-    max_new_tokens: int
-    batch_size: int = 16
-    concurrency: int = 4
-    timeout_s: float = SERVED_JUDGE_TIMEOUT_S
-    calls: int = field(default=0, init=False)
-
-    @property
-    def _shown(self) -> str:  # what messages say: no user:password@ or ?token=
-        from judgeflow.config.redaction import strip_credentials
-
-        return strip_credentials(self.url)
-
-    def _post(self, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        body = {"dataframe_records": list(rows), "params": {"max_new_tokens": self.max_new_tokens}}
-        request = urllib.request.Request(
-            self.url,
-            data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as reply:
-                answer = json.loads(reply.read())
-        except urllib.error.HTTPError as exc:  # it answered, and refused: say what it said
-            text = exc.read().decode(errors="replace")
-            said = text if len(text) < 1200 else f"{text[:300]} … {text[-900:]}"  # the cause last
-            raise ValueError(
-                f"the judge at {self._shown} refused the rows ({exc}): {said}"
-            ) from exc
-        except OSError as exc:
-            raise ConnectionError(
-                f"the judge at {self._shown} did not answer ({exc}): is it served there "
-                "(`mlflow models serve -m models:/NAME@champion --env-manager local`), or set "
-                "reward.judge to judge in process?"
-            ) from exc
-        predictions = answer.get("predictions", answer) if isinstance(answer, dict) else answer
-        if not isinstance(predictions, list) or len(predictions) != len(rows):
-            raise ValueError(
-                f"the judge at {self.url} answered {len(rows)} rows with {answer!r:.200}"
-            )
-        return [dict(p) for p in predictions]
-
-    def verdicts(self, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        batches = [rows[i : i + self.batch_size] for i in range(0, len(rows), self.batch_size)]
-        self.calls += len(batches)
-        with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as pool:
-            return [v for done in pool.map(self._post, batches) for v in done]
-
-
-@dataclass
 class JudgeScores:
-    """Per item, the judge's score (0 to 1; None: its reply did not parse), and the counts."""
+    """Per item, the judge's score (0 to 1; None: its reply did not parse) and whether its
+    pairwise verdicts changed with the order; the counts; a reply that did not parse (its
+    `reasoning`, when the verdict kept one)."""
 
     scores: list[float | None]
     format_failures: int = 0
     inconsistent: int = 0
+    flipped: list[bool] = field(default_factory=list)  # empty: none
+    example: str | None = None
 
 
 def _grrm_chunks(members: list[int]) -> list[list[int]]:
@@ -202,9 +168,17 @@ def judge_scores(client: JudgeClient, items: Sequence[JudgedItem]) -> JudgeScore
     asked = [i for i, it in enumerate(items) if it.answer.strip()]
     found = _judge_scores(client, [items[i] for i in asked])
     scores: list[float | None] = [0.0] * len(items)
-    for i, score in zip(asked, found.scores, strict=True):
+    flipped = [False] * len(items)
+    for k, (i, score) in enumerate(zip(asked, found.scores, strict=True)):
         scores[i] = score
-    return JudgeScores(scores, found.format_failures, found.inconsistent)
+        flipped[i] = bool(found.flipped) and found.flipped[k]
+    return JudgeScores(scores, found.format_failures, found.inconsistent, flipped, found.example)
+
+
+def _failed_example(verdicts: Sequence[Mapping[str, Any]]) -> str | None:
+    """What a reply that did not parse said, where its verdict kept it (`reasoning`)."""
+    failed = (str(v["reasoning"]) for v in verdicts if not v.get("valid") and v.get("reasoning"))
+    return next(failed, None)
 
 
 def _judge_scores(client: JudgeClient, items: Sequence[JudgedItem]) -> JudgeScores:
@@ -218,18 +192,21 @@ def _judge_scores(client: JudgeClient, items: Sequence[JudgedItem]) -> JudgeScor
             else float(v["score"]) / _POINTWISE_MAX
             for v in verdicts
         ]
-        return JudgeScores(scores, format_failures=scores.count(None))
+        example = _failed_example(verdicts)
+        return JudgeScores(scores, format_failures=scores.count(None), example=example)
     if mode == "pairwise":
         rows = [
             {"query": it.query, "response_a": it.answer, "response_b": it.reference} for it in items
         ]
         verdicts = client.verdicts(rows) if rows else []
-        out = JudgeScores([])
+        out = JudgeScores([], example=_failed_example(verdicts))
         for v in verdicts:
+            flipped = bool(v.get("valid")) and not v.get("consistent")
+            out.flipped.append(flipped)
             if not v.get("valid"):
                 out.scores.append(None)
                 out.format_failures += 1
-            elif not v.get("consistent"):
+            elif flipped:
                 out.scores.append(0.0)
                 out.inconsistent += 1
             else:
@@ -264,7 +241,7 @@ def _grrm_scores(client: JudgeClient, items: Sequence[JudgedItem]) -> JudgeScore
             }
             calls.append((chunk, row))
     verdicts = client.verdicts([row for _, row in calls]) if calls else []
-    out = JudgeScores([None] * len(items))
+    out = JudgeScores([None] * len(items), example=_failed_example(verdicts))
     for (chunk, _), v in zip(calls, verdicts, strict=True):
         if not v.get("valid") or not v.get("scores"):
             out.format_failures += len(chunk)
@@ -291,10 +268,22 @@ def client_for(settings: Mapping[str, Any]) -> JudgeClient:
     url, weights = settings.get("judge_url"), settings.get("judge_weights")
     if not url and not weights:
         raise ValueError("a judge-paid reward needs judge_weights or judge_url")
-    key = (url, weights, mode, tokens, batch, settings.get("judge_concurrency"))
+    served = ("judge_concurrency", "judge_api", "judge_model", "judge_timeout_s", "judge_retry_s")
+    key = (url, weights, mode, tokens, batch, *(settings.get(k) for k in served))
+    retry = settings.get("judge_retry_s")
     if key not in _clients:
         _clients[key] = (
-            ServedJudge(str(url), mode, tokens, batch, int(settings.get("judge_concurrency") or 4))
+            ServedJudge(
+                str(url),
+                mode,
+                tokens,
+                batch,
+                concurrency=int(settings.get("judge_concurrency") or 4),
+                timeout_s=float(settings.get("judge_timeout_s") or DEFAULT_TIMEOUT_S),
+                retry_s=float(DEFAULT_RETRY_S if retry is None else retry),  # 0: no retries
+                api=str(settings.get("judge_api") or "auto"),
+                model=settings.get("judge_model") or None,
+            )
             if url
             else LocalJudge(str(weights), mode, tokens, batch)
         )
@@ -308,13 +297,16 @@ def compute_score(
     extra_infos: Sequence[Mapping[str, Any] | None] | None = None,
     *,
     client: JudgeClient | None = None,
+    failures: FailureWindow | None = None,
     **kwargs: Any,
 ) -> list[dict[str, float]]:
     """Every rollout's reward (``rlvr.score.compute_score``'s parts) plus ``judged`` (1 where
     the judge scored it), ``judge_reward`` (what the judge paid), ``judge_format_failure`` (its
-    reply did not parse) and ``reference_f1`` (the answer against the judge row's reference: open-instruct's
+    reply did not parse), ``judge_inconsistent`` (pairwise: its verdicts changed with the order)
+    and ``reference_f1`` (the answer against the judge row's reference: open-instruct's
     F1, an independent measure of the same rows). ``client`` stands in for the judge the
-    settings name (tests, benchmarks)."""
+    settings name (tests, benchmarks); ``failures`` is the window ``judge_max_failure_rate`` is
+    checked over (default: this process's, per judge; see ``judge_failures``)."""
     n = len(solution_strs)
     given = [None] * n if extra_infos is None else list(extra_infos)  # verl: a numpy array
     extras = [dict(e or {}) for e in given]
@@ -350,12 +342,16 @@ def compute_score(
                 )
             )
     judged: list[float | None] = [None] * n
-    if items and not judge_settings.get("judge_unscored"):
-        if client is None:
-            client = client_for(judge_settings)
-        found = judge_scores(client, items)
-        for i, score in zip(where, found.scores, strict=True):
-            judged[i] = score
+    flipped = [False] * n
+    if not judge_settings.get("judge_unscored"):
+        found = JudgeScores([])
+        if items:
+            if client is None:
+                client = client_for(judge_settings)
+            found = judge_scores(client, items)
+            for i, score, odd in zip(where, found.scores, found.flipped, strict=True):
+                judged[i], flipped[i] = score, odd
+        _count(found, items, judge_settings, client, failures)
 
     item_of = dict(zip(where, items, strict=True))  # rollout index -> what the judge saw
     results = []
@@ -365,10 +361,34 @@ def compute_score(
         row |= {
             "judged": float(item is not None),
             "judge_format_failure": float(item is not None and judged[i] is None),
+            "judge_inconsistent": float(flipped[i]),
             "reference_f1": reference_f1(rollout.response, item.reference) if item else 0.0,
         }
         results.append(row)
     return results
+
+
+def _count(
+    found: JudgeScores,
+    items: Sequence[JudgedItem],
+    settings: Mapping[str, Any],
+    client: JudgeClient | None,
+    failures: FailureWindow | None,
+) -> None:
+    """One call's counts: printed as a line with ``judge_log_counts`` (verl's log follower
+    reads it), and the judge's replies (an empty answer was not shown) checked against
+    ``judge_max_failure_rate``."""
+    failed = [s is None for s, it in zip(found.scores, items, strict=True) if it.answer.strip()]
+    if settings.get("judge_log_counts"):
+        counts = JudgeCounts(len(items), len(failed), found.format_failures, found.inconsistent)
+        print(counts.line(), flush=True)
+    limit = settings.get("judge_max_failure_rate")
+    if limit is None or client is None:
+        return
+    window = failures if failures is not None else window_for(client)
+    tokens = settings.get("judge_max_new_tokens")
+    judge = f"the {client.mode} judge paying this policy (max_new_tokens={tokens})"
+    window.add(failed, float(limit), example=found.example, judge=judge)
 
 
 def is_judge_paid(settings: Mapping[str, Any]) -> bool:

@@ -5,6 +5,8 @@ The model directory holds no weights: its `model_config` says where they are (th
 local or s3://) and how the judge was trained (mode, generation length). `load_context` resolves
 them, through `ArtifactStore.fetch`'s verified cache for a remote store, and `predict` takes a
 DataFrame (`INPUT_COLUMNS`) and returns one verdict per row (`judgeflow.inference.verdicts`).
+Asked `params={"identify": true}`, it says instead which weights it serves (`served_model`,
+one row per row, nothing generated): what a served judge's client pins a judge-paid run to.
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ _LIST_INPUTS = {"translations"}
 
 
 def signature(mode: str, max_new_tokens: int) -> ModelSignature:
-    """Inputs by mode; the verdict, `reasoning` and `valid` out; `max_new_tokens` a parameter."""
+    """Inputs by mode; the verdict, `reasoning` and `valid` out; `max_new_tokens` a parameter,
+    and `identify` (the weights served, instead of verdicts)."""
     if mode not in INPUT_COLUMNS:
         raise ValueError(f"mode {mode!r}: judges are pointwise, pairwise or grrm")
     inputs: list[ColSpec | TensorSpec] = [
@@ -77,7 +80,12 @@ def signature(mode: str, max_new_tokens: int) -> ModelSignature:
         outputs=Schema(
             [*_OUTPUTS[mode], ColSpec("string", "reasoning"), ColSpec("boolean", "valid")]
         ),
-        params=ParamSchema([ParamSpec("max_new_tokens", "long", max_new_tokens)]),
+        params=ParamSchema(
+            [
+                ParamSpec("max_new_tokens", "long", max_new_tokens),
+                ParamSpec("identify", "boolean", False),
+            ]
+        ),
     )
 
 
@@ -93,6 +101,17 @@ def local_weights(model_uri: str, storage_root: str | None = None) -> str:
             "with): run on a machine that sees that store, or register the model again"
         )
     return model_uri
+
+
+def served_weights(model_uri: str, weights: str) -> str:
+    """Which weights a judge serves: a store URI as given (without credentials), a local folder
+    with a marker of its files (`caching.model_version`: a model rebuilt there is another)."""
+    from judgeflow.caching import model_version
+    from judgeflow.config.redaction import strip_credentials
+
+    if is_url(model_uri):
+        return strip_credentials(model_uri)
+    return f"{model_uri}@{model_version(weights)[:16]}"
 
 
 class JudgeModel(PythonModel):
@@ -114,6 +133,7 @@ class JudgeModel(PythonModel):
         self.mode = config["mode"]
         self.max_new_tokens = int(config["max_new_tokens"])
         weights = local_weights(config["model_uri"], config.get("storage_root"))
+        self.served_model = served_weights(config["model_uri"], weights)
         self.generator = HFGenerator(weights, batch_size=int(config.get("batch_size", 8)))
 
     # No type hints: MLflow would read them as the input schema; the signature is the schema.
@@ -123,6 +143,9 @@ class JudgeModel(PythonModel):
             if isinstance(model_input, pd.DataFrame)
             else list(model_input)
         )
+        if (params or {}).get("identify"):  # which judge this is: nothing is generated
+            about = {"served_model": self.served_model, "mode": self.mode}
+            return pd.DataFrame([about] * len(rows), dtype=object)
         tokens = int((params or {}).get("max_new_tokens") or self.max_new_tokens)
         verdicts = judge(self.generator, self.mode, rows, max_new_tokens=tokens)
         # object columns keep a missing score as null, not NaN, in MLflow's JSON response

@@ -142,13 +142,20 @@ def decide(
     force: bool,
     name: str,
     decontamination: str | None = None,
+    refusal: str | None = None,
 ) -> tuple[bool, str]:
     """(promote?, why). The first version of a model becomes champion; later ones only when
     `value` beats the champion's value on the same evaluation by more than `margin`. A value
     whose contamination check (`decontamination`) found rows the model trained on
     (`overlap-allowed`) or could not look (`unchecked`: no lineage) promotes nothing, first
-    version included; `force` promotes whatever the numbers say."""
+    version included; nor does a version with a `refusal` (the hacking gate's reasons); `force`
+    promotes whatever the numbers say."""
     shown = "–" if value is None else f"{value:.4f}"
+    if refusal and not force:
+        return False, (
+            f"kept as challenger: {refusal} ({metric} {shown}); check its answers, or promote "
+            "it with register.force=true"
+        )
     if decontamination == OVERLAP_ALLOWED and not force:
         return False, (
             f"kept as challenger: its {metric} {shown} was measured on evaluation rows it "
@@ -305,6 +312,7 @@ class ModelRegistry:
         note: str = "",
         champion_gone: bool = False,
         decontamination: str | None = None,
+        refusal: str | None = None,
         serving: Mapping[str, Any] | None = None,
     ) -> Decision:
         """Register `model_uri` as a version of `name` (once: a version with the same weights
@@ -312,7 +320,8 @@ class ModelRegistry:
 
         `evaluation` holds this model's metrics on `eval_set` (bare names: `exact_match`) and
         `decontamination` what its contamination check found (`overlap-allowed` and `unchecked`
-        numbers never promote unless `force`). `champion_evaluation` is the champion's, just
+        numbers never promote unless `force`); `refusal`, why it must not promote whatever its
+        numbers (the hacking gate), unless `force`. `champion_evaluation` is the champion's, just
         measured by the caller, on `champion_eval_set` (default `eval_set`; its overlap or
         unchecked set when the champion trained on some of the rows or has no lineage: kept,
         never compared). `champion_gone`: the champion's
@@ -343,13 +352,13 @@ class ModelRegistry:
         unclean = decontamination in (OVERLAP_ALLOWED, UNCHECKED)
         promoted, reason = decide(
             metric, value, champion, champion_value, margin=margin, force=force, name=name,
-            decontamination=decontamination,
+            decontamination=decontamination, refusal=refusal,
         )  # fmt: skip
         if champion is not None and existing is not None and champion.version == existing.version:
             promoted, reason = True, f"already champion: {existing.ref}"
         if champion is not None:
             reason = " ".join([reason, *notes])
-        forced = force and (champion is not None or unclean)
+        forced = force and (champion is not None or unclean or bool(refusal))
         info = existing or self._create(name, model_uri, run_id, mode, tags, description, serving)
         version = info.version
         decision_tags = {

@@ -4,7 +4,9 @@ needs to run, and the reward keywords the engines and the evaluation pass on.
 A pipeline resolves `models:/NAME@champion` once, at its start, and pins the run to the version
 it found (`pin_judge`): the cache keys, the lineage tags and every stage then name one judge, and a
 champion that moves later makes the next retraining train again instead of reusing a policy
-another judge paid.
+another judge paid. A judge served at a URL (`reward.judge_url`) is asked which model answers
+there (`inference.served_judge_client.served_model`), and the run is pinned to that model
+(`reward.judge_model`): another model behind the same URL is another judge.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ TAG_REWARD_JUDGE = "judgeflow.reward.judge"
 TAG_REWARD_JUDGE_RUN = "judgeflow.reward.judge_run_id"
 TAG_REWARD_JUDGE_DATA = "judgeflow.reward.judge_data_hash"
 TAG_REWARD_JUDGE_MODE = "judgeflow.reward.judge_mode"
+#: What answered at a served judge's URL: the OpenAI model, the weights an MLflow judge serves.
+TAG_REWARD_JUDGE_MODEL = "judgeflow.reward.judge_model"
+#: What that tag says of an MLflow model that does not say what it serves.
+UNKNOWN_MODEL = "unknown: the server does not say"
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,7 @@ class PayingJudge:
     url: str | None = None
     run_id: str | None = None
     data_hash: str | None = None
+    served_model: str | None = None  # what answers at `url` (None: the server does not say)
 
     def tags(self) -> dict[str, str]:
         """The lineage a policy's MLflow run and registered version carry."""
@@ -51,6 +58,8 @@ class PayingJudge:
             tags[TAG_REWARD_JUDGE_RUN] = self.run_id
         if self.data_hash:
             tags[TAG_REWARD_JUDGE_DATA] = self.data_hash
+        if self.url:
+            tags[TAG_REWARD_JUDGE_MODEL] = strip_credentials(self.served_model or UNKNOWN_MODEL)
         return tags
 
     def to_dict(self) -> dict[str, Any]:
@@ -58,7 +67,7 @@ class PayingJudge:
         from judgeflow.config.redaction import strip_credentials
 
         out = asdict(self)
-        for key in ("ref", "url", "weights"):
+        for key in ("ref", "url", "weights", "served_model"):
             if out[key]:
                 out[key] = strip_credentials(out[key])
         return out
@@ -75,13 +84,40 @@ def _recorded_max_new_tokens(run_id: str | None, tracking_uri: str | None) -> in
     return int(value) if value and value.isdigit() else None
 
 
+def _served_model(cfg: RunConfig) -> str | None:
+    """Which model answers at `reward.judge_url`; a pinned MLflow judge must still be it."""
+    from judgeflow.config.redaction import strip_credentials
+    from judgeflow.inference.served_judge_client import served_model
+
+    r = cfg.reward
+    assert r.judge_url and r.judge_mode  # the schema's check
+    found = served_model(
+        r.judge_url,
+        r.judge_mode,
+        api=r.judge_api,
+        model=r.judge_model,
+        timeout_s=r.judge_timeout_s,
+        retry_s=r.judge_retry_s,
+    )
+    if r.judge_model and found != r.judge_model:  # only MLflow's answer can differ
+        raise ConfigError(
+            f"reward.judge_model={r.judge_model}, but the judge at "
+            f"{strip_credentials(r.judge_url)} serves {found or 'a model that does not say'}: "
+            "unset reward.judge_model, or serve that judge there"
+        )
+    return found
+
+
 def paying_judge(cfg: RunConfig) -> PayingJudge | None:
     """The judge `cfg.reward` names, resolved (a registry lookup for `models:/…`); None when no
     judge pays. An unknown or missing judge is a `ConfigError` that says what to run."""
     r = cfg.reward
     if r.judge_url:
         assert r.judge_mode and r.judge_max_new_tokens  # the schema's check
-        return PayingJudge(r.judge_url, r.judge_mode, r.judge_max_new_tokens, url=r.judge_url)
+        found = _served_model(cfg)
+        return PayingJudge(
+            r.judge_url, r.judge_mode, r.judge_max_new_tokens, url=r.judge_url, served_model=found
+        )
     if not r.judge:
         return None
     if not r.judge.startswith("models:/"):
@@ -140,17 +176,24 @@ def paying_judge(cfg: RunConfig) -> PayingJudge | None:
 
 def pin_judge(cfg: RunConfig) -> tuple[RunConfig, PayingJudge | None]:
     """`cfg` with `reward.judge` pinned to the weights of the version it resolves to (and its
-    mode and reply length written out), and that judge (whose `ref` names the version, for the
-    lineage); `cfg` itself when no judge pays. Every stage then reads the judge from `cfg`
-    alone (`RunConfig.policy_reward_kwargs`), and the cache keys change with the version."""
+    mode and reply length written out), or a served judge's `reward.judge_model` to the model
+    that answers at its URL (when the server says), and that judge (whose `ref` names the
+    version, for the lineage); `cfg` itself when no judge pays. Every stage then reads the judge
+    from `cfg` alone (`RunConfig.policy_reward_kwargs`), and the cache keys change with it."""
     judge = paying_judge(cfg)
-    if judge is None or judge.url:
-        return cfg, judge
-    reward = cfg.reward.model_copy(
-        update={
+    if judge is None:
+        return cfg, None
+    update: dict[str, Any]
+    if judge.url:
+        update = {"judge_model": judge.served_model} if judge.served_model else {}
+    else:
+        update = {
             "judge": judge.weights,
             "judge_mode": judge.mode,
             "judge_max_new_tokens": judge.max_new_tokens,
+            # a fixed judge: nothing is left to train first (`registry.judge_first`)
+            "judge_recipe": None,
+            "judge_profile": None,
         }
-    )
+    reward = cfg.reward.model_copy(update=update)
     return cfg.model_copy(update={"reward": reward}), judge

@@ -36,11 +36,13 @@ from judgeflow.evaluation.decontamination import (
     overlap_set,
     unchecked_set,
 )
+from judgeflow.evaluation.hacking import TAG_HACKING
 from judgeflow.registry.models import Decision, ModelRegistry, VersionInfo
 from judgeflow.registry.paying_judge import (
     TAG_REWARD_JUDGE,
     TAG_REWARD_JUDGE_DATA,
     TAG_REWARD_JUDGE_MODE,
+    TAG_REWARD_JUDGE_MODEL,
     TAG_REWARD_JUDGE_RUN,
 )
 from judgeflow.retries import retrying
@@ -58,10 +60,12 @@ INHERITED_TAGS = (
     "judgeflow.sft.source",
     "judgeflow.sft.data_sha256",
 )
-#: The lineage of a judge-paid policy (`judgeflow.registry.paying_judge`) its version keeps.
+#: The lineage of a judge-paid policy (`judgeflow.registry.paying_judge`) its version keeps,
+#: and the hacking gate's verdict on it.
 JUDGE_TAGS = frozenset(
-    {TAG_REWARD_JUDGE, TAG_REWARD_JUDGE_RUN, TAG_REWARD_JUDGE_DATA, TAG_REWARD_JUDGE_MODE}
-)
+    {TAG_REWARD_JUDGE, TAG_REWARD_JUDGE_RUN, TAG_REWARD_JUDGE_DATA, TAG_REWARD_JUDGE_MODE,
+     TAG_REWARD_JUDGE_MODEL, TAG_HACKING}
+)  # fmt: skip
 SFT_SUFFIX = "-sft"
 #: How often a run waiting for a registered model's lock tries again, in seconds.
 LOCK_POLL_S = 0.2
@@ -188,13 +192,16 @@ def register_stage(
     champion_evaluation: Mapping[str, Any] | None = None,
     job_ids: Sequence[str] = (),
     comparison: Sequence[Mapping[str, Any]] = (),
+    refusal: str | None = None,
 ) -> Decision:
     """Register `model_dir` (the `cfg` run's `kind` model) and decide on `champion`.
 
     `evaluation` / `champion_evaluation` are evaluate-stage results (`metrics` with `eval/…`
     names, `details` with the evaluation set and what decontamination found) of this model and
     of the champion. The parent SFT version is the `-sft` version whose weights this model
-    started from (`model.path`). Call it under the lock `champion_to_measure` was called under.
+    started from (`model.path`). `refusal` says why it must not become champion whatever its
+    numbers (the hacking gate's reasons; `register.force` overrides it). Call it under the lock
+    `champion_to_measure` was called under.
     """
     registry = ModelRegistry(cfg.tracking.tracking_uri)
     tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri)
@@ -237,6 +244,7 @@ def register_stage(
         champion_eval_set=(measured or {}).get("eval_set"),
         champion_gone=champion is not None and not exists(champion.model_uri),
         decontamination=decontamination_of(evaluation),
+        refusal=refusal,
         serving={  # what the version's MLflow model needs to judge as evaluation did
             "max_new_tokens": cfg.evaluation.max_new_tokens,
             "batch_size": cfg.evaluation.batch_size,

@@ -12,6 +12,7 @@ same `mlflow models serve` on CPU and call it through verl's reward manager.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import subprocess
 import sys
@@ -55,7 +56,6 @@ def judge_server_command(cfg: RunConfig, run_dir: str | Path = "<run-dir>") -> l
     if not _serves_a_judge(cfg):
         return None
     from judgeflow.engines.verl import SERVED_JUDGE_PORT
-    from judgeflow.inference.judge_reward import SERVED_JUDGE_TIMEOUT_S
 
     judge = cfg.reward.judge or ""
     model = judge if judge.startswith("models:/") else str(_wrapped(run_dir, judge))
@@ -64,7 +64,7 @@ def judge_server_command(cfg: RunConfig, run_dir: str | Path = "<run-dir>") -> l
     # replies takes longer, and the client (`ServedJudge`) waits as long as this
     return [mlflow, "models", "serve", "-m", model, "--env-manager", "local",
             "-h", "127.0.0.1", "-p", str(SERVED_JUDGE_PORT), "-w", "1",
-            "-t", str(int(SERVED_JUDGE_TIMEOUT_S))]  # fmt: skip
+            "-t", str(math.ceil(cfg.reward.judge_timeout_s))]  # fmt: skip
 
 
 def judge_server_gpus(cfg: RunConfig) -> str:

@@ -53,6 +53,7 @@ _RENAMES = {
     "rewards/judge_reward/mean": "judge_reward",
     "rewards/reference_f1/mean": "reference_f1",
     "rewards/judge_format_failure/mean": "judge_format_failure_rate",
+    "rewards/judge_inconsistent/mean": "judge_inconsistent_rate",
 }
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_\-. /]")  # what MLflow accepts in a metric name
 

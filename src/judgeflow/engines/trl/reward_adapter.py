@@ -48,6 +48,7 @@ def reward_functions(
     averages without them: `verifiable_correct_rate/<verifier>`). `observe` sees the reward
     inputs of every scored batch (the rows being trained on), once.
     """
+    from judgeflow.inference.judge_failures import FailureWindow
     from judgeflow.inference.judge_reward import is_judge_paid
     from judgeflow.rewards import reward_function
 
@@ -56,6 +57,9 @@ def reward_functions(
         (dict(rlvr_rules or {}), set(stop_token_ids)) if reward == "rlvr" else ({}, set())
     )
     judge_paid = reward == "rlvr" and is_judge_paid(rules)
+    # the window reward.judge_max_failure_rate is checked over: this run's own (TRL may train
+    # several runs in one process)
+    failures = FailureWindow() if judge_paid else None
     last: list[Any] = [None, None]  # the batch the functions were last called on, its results
 
     def results(completions: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -78,7 +82,7 @@ def reward_functions(
             extras = [
                 {**(e or {}), "finish_reason": f} for e, f in zip(extras, finishes, strict=True)
             ]
-            scored = list(judged_score(sources, texts, truths, extras, **rules))
+            scored = list(judged_score(sources, texts, truths, extras, failures=failures, **rules))
         else:
             scored = []
             for text, truth, source, extra, finish in zip(
@@ -134,12 +138,14 @@ def reward_functions(
     return [score, format_failure, verifiable_correct, *probes, *judge_probes]
 
 
-#: Judge-paid runs: unpaid probes over the rows the judge scored (None elsewhere), logged as
-#: `train/judge_reward`, `train/judge_format_failure_rate` and `train/reference_f1`.
+#: Judge-paid runs: unpaid probes over the rows the judge scored (None elsewhere, so TRL's mean
+#: is over judged rollouts only), logged as `train/judge_reward`, `train/reference_f1`,
+#: `train/judge_format_failure_rate` and `train/judge_inconsistent_rate` (`val/…` on eval).
 _JUDGE_PROBES = {
     "judge_reward": "judge_reward",
     "reference_f1": "reference_f1",
     "judge_format_failure": "judge_format_failure",
+    "judge_inconsistent": "judge_inconsistent",
 }
 
 

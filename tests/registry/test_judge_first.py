@@ -1,0 +1,106 @@
+"""A judge-paid recipe that says which recipe trains its judge (`reward.judge_recipe`,
+`reward.judge_profile`) has that judge trained first, and only while the judge has no version
+at the alias it names. The whole loop (the judge trained, then the policy it pays) runs in
+`benchmarks/demo.py judged`; here, what decides it, against a real MLflow registry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from judgeflow.config import ConfigError, load_config
+from judgeflow.registry.judge_first import judge_overrides, judge_to_train
+
+
+def test_the_judge_is_trained_first_only_while_it_has_no_champion(tmp_path: Path) -> None:
+    tracking = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    cfg = load_config(
+        "rlvr-judged", profile="tiny", overrides=[f"tracking.tracking_uri={tracking}"]
+    )
+    assert (cfg.reward.judge_recipe, cfg.reward.judge_profile) == (
+        "grpo-pointwise",
+        "tiny-verified",
+    )
+    first = judge_to_train(cfg)
+    assert first is not None
+    assert (first.name, first.recipe, first.profile) == (
+        "judge-tiny-verified",
+        "grpo-pointwise",
+        "tiny-verified",
+    )
+    assert f"tracking.tracking_uri={tracking}" in first.overrides  # the policy's server
+    assert first.command.startswith("judgeflow run grpo-pointwise --profile tiny-verified --set ")
+    trained = load_config(first.recipe, profile=first.profile, overrides=first.overrides)
+    assert trained.registered_model_name == "judge-tiny-verified"
+    assert trained.data.source == "sample://rlvr_judged/verified_judge.jsonl"
+
+    client = MlflowClient(tracking, registry_uri=tracking)
+    client.create_registered_model("judge-tiny-verified")
+    version = client.create_model_version("judge-tiny-verified", str(tmp_path), run_id=None)
+    client.set_registered_model_alias("judge-tiny-verified", "champion", version.version)
+    assert judge_to_train(cfg) is None  # a champion: the policy is paid by it, nothing trains
+
+
+def test_without_a_judge_recipe_nothing_is_trained_and_pinning_says_what_to_run(
+    tmp_path: Path,
+) -> None:
+    tracking = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    cfg = load_config(
+        "rlvr-judged", profile="tiny",
+        overrides=[f"tracking.tracking_uri={tracking}", "reward.judge_recipe=null",
+                   "reward.judge_profile=null"],
+    )  # fmt: skip
+    assert judge_to_train(cfg) is None
+
+
+def test_a_judge_recipe_that_registers_another_model_is_refused(tmp_path: Path) -> None:
+    tracking = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    cfg = load_config(
+        "rlvr-judged", profile="tiny",
+        overrides=[f"tracking.tracking_uri={tracking}", "reward.judge_profile=tiny"],
+    )  # fmt: skip
+    with pytest.raises(
+        ConfigError, match="registers judge-grpo-pointwise, not judge-tiny-verified"
+    ):
+        judge_to_train(cfg)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "said"),
+    [
+        (
+            ["reward.judge=/models/judge", "reward.judge_mode=pointwise"],
+            "needs to be models:/NAME@ALIAS",
+        ),
+        (["reward.judge_recipe=null"], "reward.judge_profile needs reward.judge_recipe"),
+    ],
+)
+def test_a_judge_recipe_needs_a_judge_named_by_alias(overrides: list[str], said: str) -> None:
+    with pytest.raises(ConfigError, match=said):
+        load_config("rlvr-judged", profile="tiny", overrides=overrides)
+
+
+def test_a_shared_profile_can_start_from_another() -> None:
+    """tiny-hackable is the tiny profile (`base: tiny`) under another name; tiny-verified is the
+    tiny profile plus the verified judge's data and registered name."""
+    tiny = load_config("grpo-pointwise", profile="tiny")
+    hackable = load_config("grpo-pointwise", profile="tiny-hackable")
+    verified = load_config("grpo-pointwise", profile="tiny-verified")
+    for based in (hackable, verified):
+        assert based.model.path == tiny.model.path and based.engine == tiny.engine == "trl"
+        assert based.grpo.train_batch_size == tiny.grpo.train_batch_size
+    assert hackable.data.source == tiny.data.source
+    assert verified.data.source == "sample://rlvr_judged/verified_judge.jsonl"
+    assert verified.registered_model_name == "judge-tiny-verified"
+
+
+def test_the_judges_run_gets_the_tracking_server_without_its_credentials() -> None:
+    cfg = load_config(
+        "rlvr-judged", profile="tiny",
+        overrides=["tracking.tracking_uri=https://alice:s3cret@mlflow.example:5000"],
+    )  # fmt: skip
+    shared = judge_overrides(cfg)
+    assert "tracking.tracking_uri=https://mlflow.example:5000" in shared
+    assert not any("s3cret" in item or "alice" in item for item in shared)
