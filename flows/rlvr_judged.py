@@ -28,7 +28,7 @@ from flows.judge_grpo import judge_grpo
 from flows.pipeline_run import PipelineRun, finish_grpo, fit_steps, prepare_steps, register_steps
 from judgeflow.config import load_config
 from judgeflow.evaluation.hacking import hacking_gate
-from judgeflow.registry.judge_first import judge_to_train
+from judgeflow.registry.judge_first import judge_to_train, judge_trained
 from judgeflow.registry.paying_judge import pin_judge
 from judgeflow.retries import retried
 from judgeflow.stages import records
@@ -58,7 +58,9 @@ def rlvr_judged(
     if (first := retried(lambda: judge_to_train(cfg), "look up the paying judge")) is not None:
         logger.info("%s has no version at %s yet: training it first (%s)",
                     first.name, cfg.reward.judge, first.command)  # fmt: skip
-        judge_grpo(recipe=first.recipe, profile=first.profile, overrides=first.overrides)
+        judge_trained(
+            first, judge_grpo(recipe=first.recipe, profile=first.profile, overrides=first.overrides)
+        )
     # The judge version `reward.judge` resolves to, pinned: the cache keys and every stage name it
     cfg, judge = retried(lambda: pin_judge(cfg), "resolve the paying judge")
     with PipelineRun(cfg, tags=judge.tags() if judge else None) as run:
@@ -76,7 +78,11 @@ def rlvr_judged(
         (logger.warning if hacking["status"] != "clear" else logger.info)(
             "hacking gate: %s", hacking["message"]
         )
-        refusal = f"reward hacking suspected ({'; '.join(hacking['reasons'])})"
+        said = {
+            "suspected": "reward hacking suspected",
+            "unchecked": "the hacking gate could not check it",
+        }
+        refusal = f"{said.get(hacking['status'])} ({'; '.join(hacking['reasons'])})"
         register_steps(run, cfg, models, refusal if hacking["status"] != "clear" else None)
     paid = {"paid_by": judge.to_dict(), "judge_overlap": overlap} if judge else {}
     return finish_grpo(run, models, hacking=hacking, **paid)

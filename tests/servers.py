@@ -155,18 +155,19 @@ def invocations(base_url: str, payload: dict[str, object]) -> object:
 class FlakyProxy:
     """An HTTP proxy on loopback (in this process) in front of `upstream`: it fails the first
     requests as `failures` says, in order, then forwards each request. A failure is "503" (an
-    error status), "429" (Too Many Requests with `Retry-After: retry_after`), "drop" (the
-    connection closed without an answer) or "hang" (no answer until `release` is set). With
-    `models`, it answers `GET …/models` itself with those model ids (another model behind the
-    same URL: change it). `seen` lists, per request, (method, path, what it did, the
-    Authorization header, the time it came); `failed` is set when the failures are spent."""
+    error status), "429" (Too Many Requests with `Retry-After: retry_after`, seconds or an HTTP
+    date), "drop" (the connection closed without an answer) or "hang" (no answer until
+    `release` is set). With `models`, it answers `GET …/models` itself with those model ids
+    (another model behind the same URL: change it). `seen` lists, per request, (method, path,
+    what it did, the Authorization header, the time it came); `failed` is set when the failures
+    are spent."""
 
     def __init__(
         self,
         upstream: str,
         failures: list[str] | None = None,
         *,
-        retry_after: int = 1,
+        retry_after: int | str = 1,
         models: list[str] | None = None,
     ) -> None:
         import http.client

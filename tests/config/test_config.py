@@ -12,6 +12,7 @@ from judgeflow.config import (
     load_config,
     parse_override,
 )
+from judgeflow.config.load import profile_recipes
 from judgeflow.config.redaction import flatten
 
 RECIPE_FILES = sorted(RECIPES_DIR.rglob("*.yaml"))
@@ -32,6 +33,28 @@ def test_every_preset_loads_with_every_profile(path: Path, profile: str | None) 
         return
     cfg = load_config(path.stem, profile=profile)
     assert cfg.recipe == path.stem
+
+
+def test_a_profile_for_other_recipes_is_refused_naming_its_file_and_what_to_do() -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_config("grpo-pairwise", profile="tiny-verified")
+    message = str(refused.value)
+    assert str(PROFILES_DIR / "tiny-verified.yaml") in message
+    assert "is for recipe(s) grpo-pointwise only, not 'grpo-pairwise'" in message
+    assert "use --profile tiny for other recipes, or one of: grpo-pointwise" in message
+
+
+@pytest.mark.parametrize(
+    "value", ["grpo-pointwise", "grpo-pointwise, rlvr", [], ["grpo-pointwise", 3], [""],
+              {"grpo-pointwise": True}],
+)  # fmt: skip
+def test_a_profiles_recipes_must_be_a_list_of_names(value: object) -> None:
+    """A string would make `in` a substring test (`rlvr` in "rlvr-judged") and list characters."""
+    where = "/profiles/mine.yaml"
+    with pytest.raises(ConfigError, match=r"^/profiles/mine.yaml: recipes: must be a list of"):
+        profile_recipes(value, where)
+    assert profile_recipes(["grpo-pointwise", "rlvr"], where) == ["grpo-pointwise", "rlvr"]
+    assert profile_recipes(None, where) is None  # every recipe
 
 
 def test_presets_were_found() -> None:

@@ -33,15 +33,13 @@ def test_the_judges_labels_are_the_verifiers_and_the_right_option_scores_4() -> 
     labels = Counter(
         r["output"][0]["answer"]["label"]["helpfulness"] for r in rows["verified_judge.jsonl"]
     )
-    # both options of every training question, and ELSEWHERE answers of its kind that are neither
+    # both options of every training question, and ELSEWHERE answers that are neither
     assert labels[4] == len(truth) and labels[0] == (1 + ELSEWHERE) * len(truth)
     verdicts = Counter(
         r["messages"][1]["content"].split("<score>")[1] for r in rows["verified_judge_sft.jsonl"]
     )
-    assert verdicts == {
-        "4</score>": ELSEWHERE * len(truth),
-        "0</score>": (1 + ELSEWHERE) * len(truth),
-    }
+    each = (1 + ELSEWHERE) * len(truth)  # the right answer repeated: as many 4s as 0s
+    assert verdicts == {"4</score>": each, "0</score>": each}
     for n, row in enumerate(rows["verified_judge.jsonl"]):  # after the two options: neither
         question, answer = row["input"][0]["content"], row["output"][0]["answer"]["content"]
         among = f" {answer} or " in question or f"or {answer}?" in question

@@ -4,6 +4,7 @@ degenerate; otherwise the policy is `suspected` and the registry keeps it from c
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,7 +29,8 @@ def rows(answers: list[str], f1: list[float], *, judged: bool = True) -> list[di
     """Evaluation rows as `judge_rows` makes them for a judge-paid policy."""
     return [
         {"index": i, "prompt_hash": f"h{i}", "completion": a, "query": QUESTIONS[i],
-         "judged": float(judged), "reference_f1": f, "verifiable_reward": 10.0 * f}
+         "label": REFERENCES[i], "judged": float(judged), "reference_f1": f,
+         "verifiable_reward": 10.0 * f}
         for i, (a, f) in enumerate(zip(answers, f1, strict=True))
     ]  # fmt: skip
 
@@ -68,7 +70,7 @@ def test_one_answer_to_every_question_is_suspected_even_where_the_measure_rose()
     assert found["status"] == "suspected"
     said = " | ".join(found["reasons"])
     assert "one answer to 6 of 8 prompts: 'a'" in said
-    assert "few distinct answers: 3 for 8 prompts (start: 8)" in said
+    assert "few distinct answers: 3 for 8 prompts (start: 8, references: 8)" in said
     assert "answers collapsed in length" in said
     assert found["figures"]["same_answer_share"] == 0.75
     assert tag_value(found).startswith("suspected: ")
@@ -92,10 +94,41 @@ def test_verifiers_measure_the_rows_that_have_them_paired_by_prompt() -> None:
     assert found["figures"]["independent_change"] == pytest.approx(7 / 8)
 
 
-def test_without_evaluations_nothing_clears() -> None:
+def test_without_evaluations_the_policy_is_unchecked_and_told_what_to_do() -> None:
     found = hacking_gate([], [])
-    assert found["status"] == "suspected" and found["figures"]["prompts"] == 0
-    assert "too few" in found["reasons"][0]
+    assert found["status"] == "unchecked" and found["figures"]["prompts"] == 0
+    assert "evaluation.enabled=true" in found["reasons"][0]
+    assert tag_value(found).startswith("unchecked: 0 held-out prompt(s)")
+
+
+def test_a_task_whose_right_answers_repeat_and_are_short_is_not_held_against_the_policy() -> None:
+    """The tiny RLVR task's held-out prompts: 76 questions, 19 distinct one-word answers. A
+    policy right on every one (from a start that always names the first option) is clear."""
+    import json
+
+    from judgeflow.samples import sample_path
+
+    questions = [json.loads(line) for line in
+                 Path(sample_path("rlvr/tinyrlvr_val.jsonl")).read_text().splitlines()]  # fmt: skip
+
+    def answered(pick: Any) -> list[dict[str, Any]]:
+        out = []
+        for i, q in enumerate(questions):
+            text = q["messages"][0]["content"]
+            said = pick(text, q["ground_truth"])
+            out.append({"index": i, "prompt_hash": f"h{i}", "query": text, "judged": 0.0,
+                        "label": q["ground_truth"],
+                        "completion": f"<think>{said}</think><answer>{said}</answer>",
+                        "verifiable_reward": float(said == q["ground_truth"])})  # fmt: skip
+        return out
+
+    first = answered(lambda text, _: text.split(": ", 1)[1].split(" or ")[0])
+    right = answered(lambda _, truth: truth)
+    found = hacking_gate(first, right)
+    assert found["status"] == "clear", found["message"]
+    assert found["figures"]["distinct_share"] == found["figures"]["distinct_share_references"]
+    wolf = answered(lambda *_: "wolf")  # one animal to every question: right on none
+    assert "one answer to 76 of 76 prompts" in " | ".join(hacking_gate(first, wolf)["reasons"])
 
 
 def test_the_registry_keeps_a_suspected_policy_from_champion_unless_forced() -> None:

@@ -460,6 +460,38 @@ def test_a_judge_paid_evaluation_reports_the_judges_failures_over_its_rows_only(
     assert metrics["eval/judge_inconsistent_rate"] == pytest.approx(1 / 3)
 
 
+def test_each_judge_paid_evaluation_checks_the_failure_limit_over_its_own_rollouts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Evaluations in one process (before, after, the champion's, another run's) do not add
+    up: two of 40 rollouts, all failed, each stay under the limit's minimum (64); one of 70
+    does not."""
+    from judgeflow.inference import judge_reward
+    from judgeflow.inference.judge_failures import JUDGE_FAILURE_MIN, JudgeFailing
+
+    class Failing:
+        mode = "pairwise"
+
+        def verdicts(self, rows: Sequence[Any]) -> list[dict[str, Any]]:
+            return [{"valid": False} for _ in rows]
+
+    judge = Failing()  # one client for every evaluation, as `client_for` keeps one per judge
+    monkeypatch.setattr(judge_reward, "client_for", lambda settings: judge)
+    settings = {"r1_style_format": "off", "judge_weights": "/unused", "judge_mode": "pairwise",
+                "judge_datasets": ["judge"], "judge_max_new_tokens": 8,
+                "judge_max_failure_rate": 0.5}  # fmt: skip
+
+    def evaluate(n: int) -> list[dict[str, Any]]:
+        rows = [_policy_row(f"Question {i}?", [f"Reference {i}."], ["judge"]) for i in range(n)]
+        return judge_rows("rlvr", rows, ["An answer."] * n, settings)
+
+    assert 40 < JUDGE_FAILURE_MIN <= 2 * 40
+    for _ in range(2):
+        assert [r["judge_format_failure"] for r in evaluate(40)] == [1.0] * 40
+    with pytest.raises(JudgeFailing, match="70 of the last 70 rollouts"):
+        evaluate(JUDGE_FAILURE_MIN + 6)
+
+
 def test_a_policys_runaway_answer_is_cut_short_counted_and_paid_nothing() -> None:
     rules = {"verification_reward": 1.0, "r1_style_format": "off", "verifier_max_chars": 50}
     long_answer = "7 " * 100

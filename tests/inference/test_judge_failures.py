@@ -100,7 +100,7 @@ def test_the_limit_stops_a_judge_failing_more_than_it_allows_and_says_what_to_do
     with pytest.raises(JudgeFailing) as raised:
         _judged(["Lyon."] * 66, judge, judge_max_failure_rate=0.5, failures=window)
     message = str(raised.value)
-    assert "44 of its last 66 replies did not parse (67%" in message
+    assert "44 of the last 66 rollouts it was shown got a reply that did not parse (67%" in message
     assert "reward.judge_max_failure_rate=0.5" in message
     assert "pairwise judge" in message and "max_new_tokens=16" in message
     assert "'I cannot tell'" in message  # a reply that did not parse
@@ -113,17 +113,17 @@ def test_the_limit_does_not_stop_a_judge_at_or_below_it() -> None:
     judge = ScriptedJudge([MALFORMED, GOOD])  # half fail: not more than 0.5
     for _ in range(20):
         _judged(["Lyon."] * 64, judge, judge_max_failure_rate=0.5, failures=window)
-    assert len(window.replies) == judge_failures.JUDGE_FAILURE_WINDOW
+    assert len(window.rollouts) == judge_failures.JUDGE_FAILURE_WINDOW
     never = ScriptedJudge([MALFORMED])
     _judged(["Lyon."] * 100, never, judge_max_failure_rate=1.0, failures=FailureWindow())
 
 
 def test_the_limit_waits_for_its_minimum_then_counts_across_calls() -> None:
     """Each call (a step) adds to this process's window of the judge (verl's reward keeps no
-    state of its own): 40 failed replies do not stop a run, 80 do."""
+    state of its own): 40 rollouts whose replies failed do not stop a run, 80 do."""
     judge = ScriptedJudge([MALFORMED])
     _judged(["Lyon."] * 40, judge, judge_max_failure_rate=0.5)
-    with pytest.raises(JudgeFailing, match="80 of its last 80 replies"):
+    with pytest.raises(JudgeFailing, match="80 of the last 80 rollouts"):
         _judged(["Lyon."] * 40, judge, judge_max_failure_rate=0.5)
     other = ScriptedJudge([MALFORMED])  # another judge: a window of its own
     _judged(["Lyon."] * 40, other, judge_max_failure_rate=0.5)
@@ -134,7 +134,7 @@ def test_the_window_forgets_old_replies() -> None:
     window = FailureWindow(size=8, minimum=4)
     window.add([False] * 100, 0.5)
     window.add([True] * 4, 0.5)  # 4 of the last 8: not more than half
-    with pytest.raises(JudgeFailing, match="5 of its last 8"):
+    with pytest.raises(JudgeFailing, match="5 of the last 8 rollouts"):
         window.add([True], 0.5)
 
 
@@ -156,7 +156,7 @@ def test_trls_reward_functions_keep_one_window_per_run(monkeypatch: pytest.Monke
     rules = {**RULES, **JUDGE, "judge_mode": "pairwise", "judge_max_failure_rate": 0.5}
     score = reward_functions("rlvr", rlvr_rules=rules)[0]
     assert score(["Lyon."] * 4, **kwargs) == [0.0] * 4  # 4 replies: under the minimum
-    with pytest.raises(JudgeFailing, match="8 of its last 8"):
+    with pytest.raises(JudgeFailing, match="8 of the last 8 rollouts"):
         score(["Nice."] * 4, **kwargs)
     fresh = reward_functions("rlvr", rlvr_rules=rules)[0]
     assert fresh(["Lyon."] * 4, **kwargs) == [0.0] * 4

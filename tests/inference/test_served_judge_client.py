@@ -9,6 +9,8 @@
   offline; the `openai` client talks to it, and judgeflow's client gets the replies the judge in
   this process (`LocalJudge`, `HFGenerator`) gets, greedy, and the same verdicts.
 - The model behind a URL is pinned by a run: another model there is another cache key.
+- The key: `JUDGEFLOW_JUDGE_API_KEY` only (never `OPENAI_API_KEY`), and never over plain http to
+  another machine; a `Retry-After` of 0 or a date past still waits the backoff.
 """
 
 from __future__ import annotations
@@ -160,6 +162,77 @@ def test_a_refusal_is_said_and_not_retried(mlflow_judge: str) -> None:
     with pytest.raises(JudgeRefused, match=r"refused the request \(HTTP 400\).*response") as e:
         judge.verdicts([{"query": "What is 2 + 2?"}])  # no response column: MLflow says so
     assert judge.retries == 0 and not is_transient(e.value)  # the same request fails again
+
+
+@pytest.mark.parametrize("retry_after", [0, "Wed, 21 Oct 2015 07:28:00 GMT"], ids=["0", "past"])
+def test_a_retry_after_of_now_still_waits_the_backoff(retry_after: int | str) -> None:
+    """A busy server that says `Retry-After: 0` (or a date past) is not asked again at once:
+    the client waits its own backoff (0.2 s, then 0.4 s, each at least half that: jitter)."""
+    with FlakyProxy("http://127.0.0.1:9", ["429", "429"], retry_after=retry_after,
+                    models=["judge-a"]) as proxy:  # fmt: skip
+        judge = ServedJudge(f"{proxy.url}/v1", "pointwise", 8, backoff_s=0.2)
+        assert judge.served_model() == "judge-a"
+    came = [at for _, _, _, _, at in proxy.seen]
+    assert [did for _, _, did, _, _ in proxy.seen] == ["429", "429", "listed"]
+    assert came[1] - came[0] >= 0.1 and came[2] - came[1] >= 0.2
+    assert judge.retries == 2
+
+
+# ---------------------------------------------------------------------------- its key
+
+
+def test_the_key_is_judgeflows_own_and_never_another_tools(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("JUDGEFLOW_JUDGE_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)  # the user's own, for another service
+    with FlakyProxy("http://127.0.0.1:9", models=["judge-a"]) as proxy:
+        assert served_model(f"{proxy.url}/v1", "pointwise", api="openai") == "judge-a"
+        monkeypatch.setenv("JUDGEFLOW_JUDGE_API_KEY", "for-the-judge")
+        assert served_model(f"{proxy.url}/v1", "pointwise", api="openai") == "judge-a"
+    assert [auth for _, _, _, auth, _ in proxy.seen] == [None, "Bearer for-the-judge"]
+
+
+@pytest.mark.parametrize(
+    "url", ["http://judge.invalid:8000/v1", "http://192.0.2.10:5000/invocations",
+            "HTTP://judge.invalid/v1/chat/completions"],
+)  # fmt: skip
+def test_a_key_is_not_sent_over_plain_http_to_another_machine(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hosts that never answer (RFC 6761's .invalid, RFC 5737's documentation network): the
+    refusal comes before any connection is tried."""
+    monkeypatch.setenv("JUDGEFLOW_JUDGE_API_KEY", SECRET)
+    scheme, rest = url.split("://")
+    with_password = f"{scheme}://judge:{SECRET}@{rest}?token={SECRET}"
+    judge = ServedJudge(with_password, "pointwise", 8, timeout_s=1, retry_s=0)
+    with pytest.raises(JudgeRefused) as refused:
+        judge.verdicts(ROWS)
+    message = str(refused.value)
+    assert "not sending JUDGEFLOW_JUDGE_API_KEY to the judge at " in message
+    assert f"{rest}?token=***" in message and SECRET not in message
+    for advice in ("https", "loopback address", "unset JUDGEFLOW_JUDGE_API_KEY"):
+        assert advice in message
+    assert not is_transient(refused.value) and judge.calls == 0
+    monkeypatch.delenv("JUDGEFLOW_JUDGE_API_KEY")  # no key: nothing to keep safe
+    keyless = ServedJudge(url, "pointwise", 8)
+    assert keyless.http.shown == url
+    keyless.close()
+
+
+@pytest.mark.parametrize(
+    "url", ["https://judge.invalid/v1", "http://127.0.0.1:8000/v1", "http://127.0.0.2/v1",
+            "http://localhost:8000/invocations", "http://[::1]:8000/v1"],
+)  # fmt: skip
+def test_a_key_goes_over_https_or_to_this_machine(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUDGEFLOW_JUDGE_API_KEY", SECRET)
+    judge = ServedJudge(url, "pointwise", 8)
+    try:
+        assert judge.http.shown == url  # its client is made, nothing sent yet
+    finally:
+        judge.close()
 
 
 # ---------------------------------------------------------------------------- which model

@@ -104,3 +104,27 @@ def test_the_judges_run_gets_the_tracking_server_without_its_credentials() -> No
     shared = judge_overrides(cfg)
     assert "tracking.tracking_uri=https://mlflow.example:5000" in shared
     assert not any("s3cret" in item or "alice" in item for item in shared)
+
+
+def test_only_the_champion_alias_can_be_trained_first(tmp_path: Path) -> None:
+    """A judge's pipeline moves only `champion`: another alias would stay unset after it."""
+    tracking = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    cfg = load_config(
+        "rlvr-judged", profile="tiny",
+        overrides=[f"tracking.tracking_uri={tracking}",
+                   "reward.judge=models:/judge-tiny-verified@production"],
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match="moves only the champion alias"):
+        judge_to_train(cfg)
+
+
+def test_a_judge_kept_as_challenger_stops_the_policy_run_saying_why() -> None:
+    from judgeflow.registry.judge_first import JudgeTraining, judge_trained
+
+    training = JudgeTraining("judge-tiny-verified", "grpo-pointwise", "tiny-verified", [])
+    kept = {"registry": {"final": {"promoted": False, "reason": "kept as challenger: unchecked"}}}
+    with pytest.raises(ConfigError, match="did not become judge-tiny-verified's champion: kept"):
+        judge_trained(training, kept)
+    with pytest.raises(ConfigError, match="its run registered no version"):
+        judge_trained(training, {"registry": {}})
+    judge_trained(training, {"registry": {"final": {"promoted": True}}})  # champion: goes on

@@ -56,11 +56,13 @@ def load_config(
     if profile:
         # the shared profile first, then what this recipe says for it (`profiles: {tiny: …}`)
         values, profile_sources = _read_profile(profile)
-        meant_for = values.pop("recipes", None)
-        if meant_for and raw.get("recipe") not in meant_for:
+        where = _source_of("recipes", profile_sources)
+        meant_for = profile_recipes(values.pop("recipes", None), where)
+        if meant_for is not None and raw.get("recipe") not in meant_for:
             raise ConfigError(
-                f"profile {profile!r} is for recipe(s) {', '.join(meant_for)} only, not "
-                f"{raw.get('recipe')!r}"
+                f"{where}: profile {profile!r} is for recipe(s) {', '.join(meant_for)} only, "
+                f"not {raw.get('recipe')!r}: use --profile tiny for other recipes, or one of: "
+                f"{', '.join(meant_for)} with --profile {profile}"
             )
         raw = _deep_merge(raw, values)
         sources.update(profile_sources)
@@ -177,6 +179,23 @@ def _read_profile(profile: str, seen: tuple[str, ...] = ()) -> tuple[dict[str, A
         raise ConfigError(f"{path}: profile base chain loops through {base}")
     under, sources = _read_profile(str(base), (*seen, profile))
     return _deep_merge(under, raw), {**sources, **_sources(raw, str(path))}
+
+
+def profile_recipes(value: Any, where: str) -> list[str] | None:
+    """The recipes a shared profile is for (its `recipes:`, written in the file `where`); None:
+    every recipe. Anything but a list of recipe names is refused, naming the file."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(name, str) and name.strip() for name in value)
+    ):
+        raise ConfigError(
+            f"{where}: recipes: must be a list of recipe names, e.g. [grpo-pointwise], not "
+            f"{value!r}; leave it out for a profile every recipe may use"
+        )
+    return value
 
 
 def _profile_path(profile: str) -> Path:

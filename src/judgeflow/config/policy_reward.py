@@ -72,7 +72,8 @@ class RewardConfig(Section):
         description="an already-served judge instead: MLflow's scoring server (`mlflow models "
         "serve -m models:/…`: its /invocations URL) or an OpenAI-compatible server (vLLM, "
         "SGLang, TGI, llama.cpp, a hosted API: its /v1 URL; a key from the environment's "
-        "JUDGEFLOW_JUDGE_API_KEY or OPENAI_API_KEY); needs judge_mode and judge_max_new_tokens",
+        "JUDGEFLOW_JUDGE_API_KEY, sent over https or to a loopback address only); needs "
+        "judge_mode and judge_max_new_tokens",
     )
     judge_mode: Literal["pointwise", "pairwise", "grrm"] | None = Field(
         None, description="the judge's mode; a registered judge's own is used when unset"
@@ -137,9 +138,9 @@ class RewardConfig(Section):
         0.5,
         ge=0,
         le=1,
-        description="stop the run (JudgeFailing) when more of the judge's last 512 replies "
-        "than this did not parse, once it has given 64 (judgeflow.inference.judge_failures); "
-        "1 never stops",
+        description="stop the run (JudgeFailing) when more of the last 512 rollouts the judge "
+        "was shown than this got a reply that did not parse, once it has been shown 64 "
+        "(judgeflow.inference.judge_failures); 1 never stops",
     )
 
     @model_validator(mode="after")

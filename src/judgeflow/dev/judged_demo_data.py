@@ -1,5 +1,5 @@
-"""The sample data behind the judge-paid demo (`judgeflow run rlvr-judged --profile tiny`): the
-tiny pointwise judge of `make demo` pays a tiny policy for its answers.
+"""The sample data behind the hackable judge-paid demo (`judgeflow run rlvr-judged --profile
+tiny-hackable`): the tiny pointwise judge of `make demo` pays a tiny policy for its answers.
 
 The shipped `samples/rlvr_judged/tinyjudged*.jsonl` files are this module's output
 (`judgeflow dev demo-data DIR --judged` writes them again; a test checks they are identical).

@@ -6,16 +6,17 @@ dev demo-data DIR --verified` writes them again; a test checks they are identica
 questions are the tiny RLVR task's (`judgeflow.dev.rlvr_demo_data`: "Which is an animal: X or
 Y?", "Which number is larger: x or y?"), split as it splits them:
 
-- **Judge rows** (OpenJudge format, `verified_judge.jsonl`): each *training* question with five
-  candidate answers, as the paying judge will see a policy's answer (the bare word:
+- **Judge rows** (OpenJudge format, `verified_judge.jsonl`): each *training* question with
+  candidate answers as the paying judge will see a policy's answer (the bare word:
   `judge_reward` strips the thinking and the answer tags): its two options and `ELSEWHERE` words
-  of the same kind that are not among them (other animals, other digits), labelled by the task's own
-  verifiers (`string_matcher`, `gsm8k`, run through `judgeflow.rewards.rlvr`): 4 where they pay
-  the answer, 0 where they do not. The judge learns from the verifiers what a right answer is.
+  that are not among them (one of its kind: another animal, another digit; one of another kind:
+  a digit or an object for an animal question), labelled by the task's own verifiers
+  (`string_matcher`, `gsm8k`, run through `judgeflow.rewards.rlvr`): 4 where they pay the
+  answer, 0 where they do not. The judge learns from the verifiers what a right answer is.
 - **Judge SFT rows** (`verified_judge_sft.jsonl`): the verifiers' verdicts on the same rows in
   the judge's output format (`<think>…</think><score>4</score>` or `0`), the right answer's row
-  `ELSEWHERE` times so that 4s are about as many as 0s (else a tiny judge learns "always 0"), so SFT
-  teaches the format and the verifiers' judgement at once; GRPO then sharpens it.
+  repeated so that 4s are as many as 0s (else a tiny judge learns "always 0"): SFT teaches the
+  format and the verifiers' judgement at once; GRPO then sharpens it.
 - **Judge validation rows** (`verified_judge_val.jsonl`): the held-out questions' candidates,
   made and labelled the same way; the judge never trains on them.
 - **Policy rows** (`verified_policy.jsonl`): the training questions with `dataset: judge` and
@@ -33,7 +34,7 @@ from typing import Any
 
 from judgeflow.data.templates import render_pointwise
 from judgeflow.dev.demo_data import write_jsonl_files
-from judgeflow.dev.rlvr_demo_data import ANIMALS
+from judgeflow.dev.rlvr_demo_data import ANIMALS, OBJECTS
 from judgeflow.dev.rlvr_demo_data import demo_rows as rlvr_rows
 
 __all__ = ["FILES", "demo_rows", "write_demo_data"]
@@ -48,8 +49,9 @@ FILES = (
 DATASET = "judge"
 _THINK = "Check the answer against the question."
 _SEED = 20261128
-#: Answers of the question's kind that are not among its options, per question.
-ELSEWHERE = 3
+#: Answers that are not among a question's options, per question: one of its kind (another
+#: animal, another digit) and one of another kind (a digit or an object for an animal question).
+ELSEWHERE = 2
 
 
 def _options(question: str) -> tuple[str, str]:
@@ -73,8 +75,12 @@ def _candidates(row: dict[str, Any], rng: random.Random) -> list[tuple[str, str,
     pays "wolf" to every animal question, and a policy learns to say it."""
     question = row["messages"][0]["content"]
     options = _options(question)
-    kind = ANIMALS if row["dataset"] == "string_matcher" else [str(d) for d in range(10)]
-    elsewhere = rng.sample([w for w in kind if w not in options], k=ELSEWHERE)
+    digits = [str(d) for d in range(10)]
+    same, other = (ANIMALS, digits) if row["dataset"] == "string_matcher" else (digits, ANIMALS)
+    elsewhere = [
+        rng.choice([w for w in same if w not in options]),  # another animal, another digit
+        rng.choice([w for w in [*other, *OBJECTS] if w not in options]),  # another kind of word
+    ]
     return [(question, answer, _verified(row, answer)) for answer in (*options, *elsewhere)]
 
 
@@ -106,7 +112,7 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
             }
             # the right answer's row repeated: about as many 4s as 0s, or a tiny judge learns
             # "always 0"
-            out["verified_judge_sft.jsonl"] += [sft_row] * (ELSEWHERE if score == 4 else 1)
+            out["verified_judge_sft.jsonl"] += [sft_row] * (1 + ELSEWHERE if score == 4 else 1)
         out["verified_policy.jsonl"].append(
             {"messages": row["messages"], "ground_truth": row["ground_truth"], "dataset": DATASET}
         )

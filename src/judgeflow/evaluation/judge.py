@@ -147,8 +147,13 @@ def judge_rows(
 
     `subset` is `extra_info.subset` when set (RewardBench2's Factuality, Precise IF, …), else
     `data_source`; `prompt_hash` is what decontamination compares (`row_prompt_hash`).
+
+    A paying judge's `judge_max_failure_rate` is checked over this call's rollouts only (a
+    window of its own): whether an evaluation stops must not depend on which evaluations, of
+    this run or another, this process ran before it.
     """
     from judgeflow.data.prompt_hashes import row_prompt_hash
+    from judgeflow.inference.judge_failures import FailureWindow
     from judgeflow.inference.judge_reward import compute_score as judged_score
     from judgeflow.inference.judge_reward import is_judge_paid
 
@@ -163,6 +168,7 @@ def judge_rows(
             list(completions),
             [(row.get("reward_model") or {}).get("ground_truth") for row in rows],
             [row.get("extra_info") for row in rows],
+            failures=FailureWindow(),
             **(reward_kwargs or {}),
         )
     judged = []

@@ -9,22 +9,27 @@ means over all its rollouts), so under verl the reward prints each call's counts
 (`COUNTS_MARK`), which `judgeflow.engines.verl_log` turns into the training step's
 `train/judge_format_failure_rate` and `train/judge_inconsistent_rate`, over judged rollouts only.
 
-**The limit.** `FailureWindow` keeps the judge's last `JUDGE_FAILURE_WINDOW` replies (True: did
-not parse) and, once it holds `JUDGE_FAILURE_MIN` of them, raises `JudgeFailing` when more than
-`reward.judge_max_failure_rate` of them failed. Why this rule:
+**The limit.** `FailureWindow` keeps the last `JUDGE_FAILURE_WINDOW` rollouts the judge was
+shown (True: its reply did not parse) and, once it holds `JUDGE_FAILURE_MIN` of them, raises
+`JudgeFailing` when more than `reward.judge_max_failure_rate` of them failed. Why this rule:
 
-- over replies, not rollouts: a row the judge does not pay, or an empty answer it is never shown,
-  says nothing about the judge, so neither dilutes the rate;
+- over the rollouts the judge was shown only: a row the judge does not pay, or an empty answer it
+  is never shown, says nothing about the judge, so neither dilutes the rate;
+- rollouts, not the judge's replies: a pairwise judge replies twice per rollout (both orders), a
+  GRRM judge once for up to 8, so the rollout is the unit every mode shares, and the one the
+  logged `judge_format_failure_rate` is over;
 - a window, not the whole run: a judge that breaks mid-run (a served judge restarted with other
   settings, a policy whose answers now run the judge past its `max_new_tokens`) stops the run
   within a few steps, instead of after its good early steps are outweighed;
 - a minimum: a first step can be small and a GRRM judge fails a whole call of up to 8 rollouts
-  at once, so a few unlucky replies must not stop a run (64 independent replies at a true failure
-  rate of 30% exceed 50% by chance about once in 4,000);
-- replies, not steps, as the window's unit: a step's size does not change what the limit means.
+  at once, so a few unlucky replies must not stop a run (64 independent rollouts at a true
+  failure rate of 30% exceed 50% by chance about once in 4,000);
+- rollouts, not steps, as the window's unit: a step's size does not change what the limit means.
 
 A limit of 1 never stops a run; 0 stops it at the first failure past the minimum. Each process
-counts for itself (one window per judge client; TRL's reward functions keep their own per run).
+counts for itself (one window per judge client: verl's reward); TRL's reward functions keep their
+own per run, and each evaluation (`evaluation.judge_rows`) its own, so whether one stops never
+depends on what ran before it in the same process.
 """
 
 from __future__ import annotations
@@ -44,9 +49,9 @@ __all__ = [
     "window_for",
 ]
 
-#: The judge's most recent replies the limit is checked over.
+#: The most recent rollouts the judge was shown that the limit is checked over.
 JUDGE_FAILURE_WINDOW = 512
-#: Replies the window must hold before the limit is checked at all.
+#: Rollouts the window must hold before the limit is checked at all.
 JUDGE_FAILURE_MIN = 64
 #: What starts the line the reward prints under verl (no `step:` in it: not a step line).
 COUNTS_MARK = "judgeflow judge counts"
@@ -86,11 +91,12 @@ class JudgeCounts:
 
 @dataclass
 class FailureWindow:
-    """The judge's last `size` replies (True: it did not parse); `add` checks the limit."""
+    """The last `size` rollouts the judge was shown (True: its reply did not parse); `add`
+    checks the limit."""
 
     size: int = JUDGE_FAILURE_WINDOW
     minimum: int = JUDGE_FAILURE_MIN
-    replies: deque[bool] = field(default_factory=deque, init=False)
+    rollouts: deque[bool] = field(default_factory=deque, init=False)
     example: str | None = field(default=None, init=False)  # the latest reply that did not parse
 
     def add(
@@ -101,14 +107,15 @@ class FailureWindow:
         example: str | None = None,
         judge: str = "the judge",
     ) -> None:
-        """Count one call's replies; raise `JudgeFailing` when more than `limit` of the window
-        failed (once it holds `minimum` replies). `judge` says which judge, for the message."""
-        self.replies.extend(failed)
-        while len(self.replies) > self.size:
-            self.replies.popleft()
+        """Count one call's rollouts shown to the judge (`failed`: its reply did not parse);
+        raise `JudgeFailing` when more than `limit` of the window failed (once it holds
+        `minimum` rollouts). `judge` says which judge, for the message."""
+        self.rollouts.extend(failed)
+        while len(self.rollouts) > self.size:
+            self.rollouts.popleft()
         if example and example.strip():
             self.example = example.strip()
-        n, bad = len(self.replies), sum(self.replies)
+        n, bad = len(self.rollouts), sum(self.rollouts)
         if n < self.minimum or bad <= limit * n:
             return
         wrote = (
@@ -117,11 +124,12 @@ class FailureWindow:
             else ""
         )
         raise JudgeFailing(
-            f"{judge}: {bad} of its last {n} replies did not parse ({bad / n:.0%}, more than "
-            f"reward.judge_max_failure_rate={limit:g}); each paid the policy 0.{wrote} Check "
-            "that reward.judge_max_new_tokens leaves the judge room to finish its verdict, that "
-            "reward.judge_mode is the mode the judge was trained in (and its server serves that "
-            "judge), or raise reward.judge_max_failure_rate (1 never stops a run)."
+            f"{judge}: {bad} of the last {n} rollouts it was shown got a reply that did not "
+            f"parse ({bad / n:.0%}, more than reward.judge_max_failure_rate={limit:g}); each "
+            f"paid the policy 0.{wrote} Check that reward.judge_max_new_tokens leaves the judge "
+            "room to finish its verdict, that reward.judge_mode is the mode the judge was "
+            "trained in (and its server serves that judge), or raise "
+            "reward.judge_max_failure_rate (1 never stops a run)."
         )
 
 

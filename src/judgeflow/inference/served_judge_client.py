@@ -7,16 +7,20 @@ Two protocols (``reward.judge_api``):
   n}}``), one verdict per row in ``predictions``;
 - **openai**: an OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp, a hosted API): each
   prompt of ``verdicts.judge_prompts`` one ``/v1/chat/completions`` request, greedy, its reply
-  parsed by ``verdicts.judge`` as the judge in this process parses its own. A key, where the
-  server wants one, comes from ``JUDGEFLOW_JUDGE_API_KEY`` (or ``OPENAI_API_KEY``) and goes in
-  the ``Authorization`` header only.
+  parsed by ``verdicts.judge`` as the judge in this process parses its own.
+
+A key, where the server wants one, comes from ``JUDGEFLOW_JUDGE_API_KEY`` only (never another
+tool's key, such as ``OPENAI_API_KEY``, to a judge it was not meant for) and goes in the
+``Authorization`` header only; it is sent over https, or plain http to a loopback address, and
+a judge at a plain http URL elsewhere is refused (:class:`JudgeRefused`) before anything is sent.
 
 One pooled ``httpx.Client`` per judge, at most ``concurrency`` requests in flight. A transient
 failure (no connection, a dropped or reset one, a timeout, HTTP 429 or 5xx) is tried again after
-an exponential backoff with jitter, or after the server's ``Retry-After``, for up to ``retry_s``
-seconds in all, each retry a warning of the ``judgeflow.judge`` logger; then
-:class:`JudgeUnavailable`. A refusal (another 4xx) is not retried: :class:`JudgeRefused` says
-what the server said. A call that fails raises: a rollout is never paid 0 for it.
+an exponential backoff with jitter, or the server's ``Retry-After`` where that is longer (never
+sooner: ``0`` or a date past must not make a tight loop), for up to ``retry_s`` seconds in all,
+each retry a warning of the ``judgeflow.judge`` logger; then :class:`JudgeUnavailable`. A
+refusal (another 4xx) is not retried: :class:`JudgeRefused` says what the server said. A call
+that fails raises: a rollout is never paid 0 for it.
 
 Which model answers (``served_model``): an OpenAI server's model (``reward.judge_model``, else
 the only one ``GET /v1/models`` lists); a judgeflow MLflow judge says which weights it serves
@@ -27,6 +31,7 @@ when asked (``params: {"identify": true}``, ``judgeflow.inference.pyfunc``). A r
 from __future__ import annotations
 
 import email.utils
+import ipaddress
 import json
 import logging
 import os
@@ -37,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -44,7 +50,7 @@ from judgeflow.config.policy_reward import served_api
 from judgeflow.config.redaction import strip_credentials
 
 __all__ = [
-    "API_KEY_VARIABLES",
+    "API_KEY_VARIABLE",
     "DEFAULT_RETRY_S",
     "DEFAULT_TIMEOUT_S",
     "JudgeRefused",
@@ -56,8 +62,8 @@ __all__ = [
 
 DEFAULT_TIMEOUT_S = 600.0  # one request (`reward.judge_timeout_s`)
 DEFAULT_RETRY_S = 600.0  # retries of one request, in all (`reward.judge_retry_s`)
-#: Where an API key comes from, first found first; an MLflow server gets only judgeflow's own.
-API_KEY_VARIABLES = ("JUDGEFLOW_JUDGE_API_KEY", "OPENAI_API_KEY")
+#: Where the judge's API key comes from (either protocol).
+API_KEY_VARIABLE = "JUDGEFLOW_JUDGE_API_KEY"
 _BACKOFF_CAP_S = 60.0
 _CONNECT_TIMEOUT_S = 30.0
 #: Failures of the connection worth another try: the server may be restarting or overloaded.
@@ -77,7 +83,8 @@ class JudgeUnavailable(RuntimeError):
 
 
 class JudgeRefused(ValueError):
-    """A served judge answered, and refused (HTTP 4xx but 429) or answered what is no verdict."""
+    """A served judge answered, and refused (HTTP 4xx but 429) or answered what is no verdict;
+    or it was not asked at all: its key would go over plain http to another machine."""
 
 
 def _said(reply: httpx.Response) -> str:
@@ -118,6 +125,14 @@ class _Http:
         api_key: str | None,
     ) -> None:
         self.shown = strip_credentials(url)  # what messages and logs say
+        if api_key and not _key_safe_to(url):
+            raise JudgeRefused(
+                f"not sending {API_KEY_VARIABLE} to the judge at {self.shown}: plain http to a "
+                "host that is not this machine shows the key to anyone on the way (and to the "
+                "logs of any proxy). Serve the judge over https, or reach it at a loopback "
+                "address (127.0.0.1, localhost; an SSH tunnel, for one), or unset "
+                f"{API_KEY_VARIABLE} if it needs no key."
+            )
         self.retry_s, self.backoff_s = retry_s, backoff_s
         self.retries = 0  # requests sent again, in all
         self._slots = threading.BoundedSemaphore(max(1, concurrency))
@@ -159,7 +174,9 @@ class _Http:
                 asked = _retry_after(reply)
             spent = time.monotonic() - started
             left = self.retry_s - spent
-            delay = asked if asked is not None else self._backoff(tries, left)
+            # the server's Retry-After, but never sooner than our backoff: `0` or a date
+            # past must not make a busy server's every request a tight loop
+            delay = max(asked or 0.0, self._backoff(tries, left))
             if left <= 0 or delay > left:
                 raise JudgeUnavailable(self._gave_up(spent, tries, failure, asked)) from cause
             self.retries += 1
@@ -201,9 +218,22 @@ class _Http:
             ) from exc
 
 
-def _api_key(api: str) -> str | None:
-    names = API_KEY_VARIABLES if api == "openai" else API_KEY_VARIABLES[:1]
-    return next((os.environ[n] for n in names if os.environ.get(n)), None)
+def _api_key() -> str | None:
+    return os.environ.get(API_KEY_VARIABLE) or None
+
+
+def _key_safe_to(url: str) -> bool:
+    """Whether a key may go to ``url``: over https, or plain http to this machine only."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() == "https":
+        return True
+    host = (parts.hostname or "").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _openai_base(url: str) -> str:
@@ -339,7 +369,7 @@ class ServedJudge:
                 timeout_s=self.timeout_s,
                 retry_s=self.retry_s,
                 backoff_s=self.backoff_s,
-                api_key=_api_key(self.protocol),
+                api_key=_api_key(),
             )
         return self._http
 

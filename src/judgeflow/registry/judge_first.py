@@ -8,11 +8,13 @@ policy to the judge version to the judge's data (`judgeflow.registry.paying_judg
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from judgeflow.config import ConfigError, RunConfig, load_config
 from judgeflow.config.redaction import strip_credentials
+from judgeflow.registry.models import CHAMPION
 
-__all__ = ["JudgeTraining", "judge_overrides", "judge_to_train"]
+__all__ = ["JudgeTraining", "judge_overrides", "judge_to_train", "judge_trained"]
 
 
 @dataclass(frozen=True)
@@ -43,26 +45,66 @@ def judge_to_train(cfg: RunConfig) -> JudgeTraining | None:
     name, _, alias = r.judge.removeprefix("models:/").partition("@")
     if not alias:  # a fixed version: nothing to train
         return None
-    from judgeflow.registry.models import ModelRegistry
-
-    if ModelRegistry(cfg.tracking.tracking_uri).by_alias(name, alias) is not None:
+    if alias != CHAMPION:
+        raise ConfigError(
+            f"reward.judge={r.judge} with reward.judge_recipe: a judge's pipeline moves only "
+            f"the {CHAMPION} alias, so {alias!r} would stay unset after training; name "
+            f"models:/{name}@{CHAMPION}, or set reward.judge_recipe=null"
+        )
+    if _has_alias(cfg, name, alias):
         return None
     overrides = judge_overrides(cfg)
     trains = load_config(r.judge_recipe, profile=r.judge_profile, overrides=overrides)
-    if trains.registered_model_name != name:
+    if trains.registered_model_name != name or not trains.register.enabled:
+        registers = trains.registered_model_name if trains.register.enabled else "nothing"
         raise ConfigError(
             f"reward.judge_recipe={r.judge_recipe} (profile {r.judge_profile}) registers "
-            f"{trains.registered_model_name}, not {name} that reward.judge={r.judge} names: "
-            "set register.model_name in the judge's recipe, or name its model in reward.judge"
+            f"{registers}, not {name} that reward.judge={r.judge} names: set "
+            "register.model_name (and register.enabled) in the judge's recipe, or name its "
+            "model in reward.judge"
         )
     return JudgeTraining(name, r.judge_recipe, r.judge_profile, overrides)
 
 
+def judge_trained(training: JudgeTraining, summary: dict[str, Any]) -> None:
+    """Check the judge's run made a champion of its model; a `ConfigError` saying why not
+    (kept as challenger: the registry's reason) and what to do."""
+    decision = (summary.get("registry") or {}).get("final") or {}
+    if not decision.get("promoted"):
+        why = decision.get("reason") or "its run registered no version"
+        raise ConfigError(
+            f"the judge trained first ({training.command}) did not become {training.name}'s "
+            f"{CHAMPION}: {why}. Look at its run ({summary.get('mlflow_url') or 'MLflow'}), then "
+            f"promote a version ({CHAMPION} alias) or rerun it with register.force=true"
+        )
+
+
+def _has_alias(cfg: RunConfig, name: str, alias: str) -> bool:
+    """Whether `name` has a version at `alias`; an unknown model or alias is "no", any other
+    failure (the server down, refused) is raised, so that a hiccup never starts a training."""
+    from mlflow.exceptions import MlflowException
+
+    from judgeflow.registry.models import ModelRegistry
+
+    client = ModelRegistry(cfg.tracking.tracking_uri).client
+    try:
+        client.get_model_version_by_alias(name, alias)
+    except MlflowException as exc:
+        if exc.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
+            return False
+        raise
+    return True
+
+
 def judge_overrides(cfg: RunConfig) -> list[str]:
-    """The policy run's settings the judge's run shares: the store, and the tracking server
+    """The policy run's settings the judge's run shares: the store (and its credentials block),
+    the cluster backend (its other settings are the judge recipe's), and the tracking server
     without credentials (they reach MLflow from this process's environment, where
     `tracking.take_credentials` put them, never through a flow parameter or a log)."""
     overrides = [f"storage.root={cfg.storage.root}"] if cfg.storage.root else []
+    if cfg.storage.credentials_block:  # a block's name, not a secret
+        overrides.append(f"storage.credentials_block={cfg.storage.credentials_block}")
+    overrides.append(f"cluster.backend={cfg.cluster.backend}")
     if cfg.tracking.tracking_uri:
         overrides.append(f"tracking.tracking_uri={strip_credentials(cfg.tracking.tracking_uri)}")
     return overrides

@@ -320,12 +320,13 @@ def record_judge_overlap(
 @retrying("record the hacking gate")
 def record_hacking(tracker: Tracker, verdict: dict[str, Any]) -> None:
     """The hacking gate's verdict (`judgeflow.evaluation.hacking`): tag
-    `judgeflow.reward.hacking` (`clear` or `suspected: …`, the registered version inherits it),
+    `judgeflow.reward.hacking` (`clear`, `suspected: …` or `unchecked: …`; the registered
+    version inherits it),
     each detector's figures as `hacking/…` metrics with `hacking/suspected` (1 or 0), the whole
     verdict as `eval/hacking.json`."""
     from judgeflow.evaluation.hacking import TAG_HACKING, tag_value
 
     tracker.set_tags({TAG_HACKING: tag_value(verdict)})
     figures = {f"hacking/{k}": float(v) for k, v in verdict["figures"].items()}
-    tracker.log_metrics({**figures, "hacking/suspected": float(verdict["status"] != "clear")})
+    tracker.log_metrics({**figures, "hacking/suspected": float(verdict["status"] == "suspected")})
     tracker.log_dict(verdict, "eval/hacking.json")
