@@ -69,7 +69,7 @@ def judged_seeds_table(source: Path) -> str:
     bar = results["bar"]
     lines = [
         "| data.seed | paid by | held-out measure, SFT → GRPO | gain | judge pays the held-out "
-        "answers, SFT → GRPO | judge agrees with the verifiers (GRPO answers) | format "
+        "answers, SFT → GRPO | judge agrees with the verifiers on those answers, SFT → GRPO | format "
         "failures | hacking gate | champion | meets the bar |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -78,12 +78,13 @@ def judged_seeds_table(source: Path) -> str:
         primary, view = run["primary"], run["judge_view"]
         hackable = run is results["hackable"]
         label = f"{run['seed']}, tiny-hackable¹" if hackable else str(run["seed"])
-        agree = view["after"].get("agreement_with_verifiers")
+        agree = [view[label].get("agreement_with_verifiers") for label in ("sft", "after")]
         lines.append(
             f"| {label} | `{run['paid_by']}` | {primary} {sft[primary]:.3f} → "
             f"{after[primary]:.3f} | {run['gain']:+.3f} | "
             f"{view['sft']['judge_paid_mean']:.3f} → {view['after']['judge_paid_mean']:.3f} | "
-            f"{'–' if agree is None else f'{agree:.0%}'} | {run['format_failure_rate']:.3f} | "
+            f"{'–' if None in agree else f'{agree[0]:.0%} → {agree[1]:.0%}'} | "
+            f"{run['format_failure_rate']:.3f} | "
             f"{run['hacking_gate'] if run['hacking_gate'] == 'clear' else '**suspected**'} | "
             f"{'yes' if run['champion'] else '**no**'} | "
             f"{'–' if hackable else 'yes' if run['meets_bar'] else '**no**'} |"
