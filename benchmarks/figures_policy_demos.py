@@ -4,7 +4,7 @@ judge-reward`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -114,34 +114,34 @@ def judged_examples(source: Path) -> str:
     tiny-hackable policy."""
     results = read_json(source)
     first, hacked = results["runs"][0], results["hackable"]
-    lines = [
-        f"| question (right answer) | SFT policy | GRPO policy paid by the judge (seed "
-        f"{first['seed']}) |",
-        "|---|---|---|",
-    ]
 
     def verified(a: Mapping[str, Any]) -> str:
         return f"{cell(a['answer'])} ({'right' if a['verifiers'] else 'wrong'})"
 
-    for sft, after in zip(first["examples"]["sft"], first["examples"]["after"], strict=True):
-        lines.append(
-            f"| {cell(sft['question'])} ({cell(sft['reference'])}) | {verified(sft)} | "
-            f"{verified(after)} |"
-        )
-    lines += [
-        "",
-        "| question (reference) | SFT policy | GRPO policy, tiny-hackable |",
-        "|---|---|---|",
-    ]
-
     def paid(a: Mapping[str, Any]) -> str:
         return f"{cell(a['answer'])} (judge {a['judge_paid']:.2f}, F1 {a['reference_f1']:.2f})"
 
-    for sft, bad in zip(hacked["examples"]["sft"], hacked["examples"]["after"], strict=True):
-        lines.append(
-            f"| {cell(sft['question'])} ({cell(sft['reference'])}) | {paid(sft)} | {paid(bad)} |"
-        )
+    lines = _answers_table(
+        f"| question (right answer) | SFT policy | GRPO policy paid by the judge (seed "
+        f"{first['seed']}) |",
+        first["examples"], verified,
+    )  # fmt: skip
+    hackable = "| question (reference) | SFT policy | GRPO policy, tiny-hackable |"
+    lines += ["", *_answers_table(hackable, hacked["examples"], paid)]
     return "\n".join(lines)
+
+
+def _answers_table(
+    header: str, examples: Mapping[str, Any], shown: Callable[[Mapping[str, Any]], str]
+) -> list[str]:
+    """One row per held-out question: the SFT policy's answer and the trained policy's, each as
+    `shown` writes it."""
+    lines = [header, "|---|---|---|"]
+    for sft, after in zip(examples["sft"], examples["after"], strict=True):
+        lines.append(
+            f"| {cell(sft['question'])} ({cell(sft['reference'])}) | {shown(sft)} | {shown(after)} |"
+        )
+    return lines
 
 
 def judge_throughput_table(source: Path) -> str:
