@@ -42,7 +42,7 @@ from judgeflow.stages import (
 )
 from judgeflow.stages.evaluate import overlap_params
 from judgeflow.stages.register import gate_params
-from judgeflow.stages.served_judge import judge_server_command
+from judgeflow.stages.served_judge import judge_model_config, judge_server_command
 from judgeflow.storage import Manifest, ManifestFile
 from judgeflow.tracking import resolve_tracking_uri
 
@@ -167,6 +167,7 @@ def consumers(cfg: RunConfig) -> dict[str, Any]:
         "overlap": overlap_params(cfg),  # the contamination check before any evaluation
         "judging": judging_batch(cfg),  # rows `judgeflow judge` judges (and records) at a time
         "judge_server": judge_server_command(cfg),  # a judge-paid policy's judge, on Slurm
+        "judge_served": judge_model_config(cfg, "instance") if judge_server_command(cfg) else None,
         # what a job's input file gives it (every env: variable set, every block loaded)
         "job_secrets": resolve_secrets(cfg.cluster, environ=_AnyVariable()),
     }

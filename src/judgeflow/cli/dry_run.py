@@ -51,9 +51,11 @@ def render_recipe(cfg: RunConfig) -> str:
     engine = _engine_command(cfg)
     server = judge_server_command(cfg)
     if server:
+        where = f"GPUs {judge_server_gpus(cfg)}" if judge_server_gpus(cfg) else "CPU"
         out += [
-            "# ---- the paying judge, served by the train job on the head node's GPUs "
-            f"{judge_server_gpus(cfg)} before verl starts ----",
+            f"# ---- the paying judge, served by the train job on the head node's {where} "
+            f"before {cfg.resolved_engine} starts, on a port free then (watched; checked to be "
+            "this job's own) ----",
             f"CUDA_VISIBLE_DEVICES={judge_server_gpus(cfg)} {_shell(server)}",
         ]
     if engine:

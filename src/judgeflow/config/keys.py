@@ -59,7 +59,7 @@ ONLY_READ_BY: dict[str, tuple[str, ...]] = {
             ]
         ),
         "evaluation.rows_per_verl_run",  # judging on GPUs: rows per verl validation run
-        "reward.judge_gpus",  # the allocation's GPUs that serve a paying judge beside verl
+        "reward.judge_gpus",  # the allocation's GPUs that serve a paying judge (Slurm, verl)
     ),
     # the HF generator of the TRL runs' evaluation; verl's validation uses grpo.val_batch_size
     "trl": (

@@ -110,7 +110,7 @@ class RewardConfig(Section):
         600.0,
         gt=0,
         description="how long one request to a served judge may wait for its answer (and "
-        "`mlflow models serve -t` of the judge served beside verl)",
+        "`mlflow models serve -t` of the judge served inside the allocation)",
     )
     judge_retry_s: float = Field(
         600.0,
@@ -122,8 +122,9 @@ class RewardConfig(Section):
     judge_gpus: int = Field(
         1,
         ge=0,
-        description="Slurm/verl: GPUs of the training node set aside to serve the judge in "
-        "the allocation (the policy trains on the rest)",
+        description="Slurm (and verl anywhere): GPUs of the training node set aside to serve "
+        "the judge inside the allocation (the policy trains on the rest; a TRL job without "
+        "GPUs serves it on CPU)",
     )
     judge_recipe: str | None = Field(
         None,

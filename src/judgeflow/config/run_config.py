@@ -97,6 +97,8 @@ with warnings.catch_warnings():
                 )
             if self.mode == "rlvr" and self.reward.paid_by_judge and self.resolved_engine == "verl":
                 self._check_judge_on_verl()
+            if self.serves_judge_in_allocation:
+                self._check_judge_in_allocation()
             if self.mode == "grrm" and (self.sft.enabled or self.sft.source):
                 raise ValueError(
                     "sft.enabled / sft.source are for the judge recipes; GRRM's SFT runs on its own "
@@ -105,25 +107,30 @@ with warnings.catch_warnings():
             return self
 
         def _check_judge_on_verl(self) -> None:
-            """verl's batch reward manager calls the judge; one served inside the allocation
-            listens on the head node, on GPUs of its own."""
+            """verl's batch reward manager calls the judge."""
             if self.grpo.reward_manager != "batch":
                 raise ValueError(
                     "a judge-paid policy on verl is scored by verl's batch reward manager (all "
                     "rollouts of a step at once): set grpo.reward_manager=batch"
                 )
-            if self.reward.judge_url or self.cluster.backend != "slurm":
+
+        def _check_judge_in_allocation(self) -> None:
+            """The judge served inside the allocation listens on the head node, on GPUs of its
+            own (on CPU when the allocation has none: TRL)."""
+            if self.cluster.backend != "slurm":
                 return
             if self.cluster.nodes > 1:
                 raise ValueError(
                     "the judge served inside the allocation listens on the head node only: with "
                     "cluster.nodes > 1, serve it yourself and set reward.judge_url"
                 )
+            if self.resolved_engine == "trl" and not self.cluster.gpus_per_node:
+                return  # a CPU allocation: the judge is served on CPU beside TRL
             if not 1 <= self.reward.judge_gpus < self.cluster.gpus_per_node:
                 raise ValueError(
-                    f"reward.judge_gpus={self.reward.judge_gpus}: the judge served beside verl "
-                    f"needs at least one of the node's {self.cluster.gpus_per_node} GPUs and must "
-                    "leave verl at least one"
+                    f"reward.judge_gpus={self.reward.judge_gpus}: the judge served inside the "
+                    f"allocation needs at least one of the node's {self.cluster.gpus_per_node} "
+                    f"GPUs and must leave {self.resolved_engine} at least one"
                 )
 
         @property
@@ -131,14 +138,18 @@ with warnings.catch_warnings():
             """The registered model this run's final model becomes a version of."""
             return self.register.model_name or self.recipe
 
-        def policy_reward_kwargs(self, *, judge_url: str | None = None) -> dict[str, Any]:
+        def policy_reward_kwargs(
+            self, *, served: Mapping[str, Any] | None = None
+        ) -> dict[str, Any]:
             """The reward's keywords for a policy run (`rlvr.score`'s, and
             `judgeflow.inference.judge_reward`'s when a judge pays): the RLVR rules, and which
             judge and how it is called: its weights' URI (fetched where the reward runs), or a
-            URL (`reward.judge_url`, or `judge_url`: a judge served for the run) and how it is
-            asked there (protocol, served model, time limits). A registered judge (`models:/…`)
-            must be pinned to its version's weights first
-            (`judgeflow.registry.paying_judge.pin_judge`, which every pipeline does)."""
+            URL (`reward.judge_url`, or `served`: the judge the job serves inside its allocation,
+            `judgeflow.stages.served_judge`: its `judge_url`, the `judge_model` it must say it
+            serves and its `judge_server_status` file) and how it is asked there (protocol,
+            served model, time limits). A registered judge (`models:/…`) must be pinned to its
+            version's weights first (`judgeflow.registry.paying_judge.pin_judge`, which every
+            pipeline does)."""
             if self.mode != "rlvr":
                 return {}
             kwargs = self.rlvr.reward_kwargs()
@@ -158,29 +169,34 @@ with warnings.catch_warnings():
                 "judge_concurrency": r.judge_concurrency,
                 "judge_max_failure_rate": r.judge_max_failure_rate,
             }
-            url = judge_url or r.judge_url
-            if not url:
-                return kwargs | {"judge_weights": r.judge}
-            served = {  # a judge served for the run (verl's, beside it) is MLflow's server
-                "judge_url": url,
-                "judge_api": r.judge_api if r.judge_url else "mlflow",
-                "judge_timeout_s": r.judge_timeout_s,
-                "judge_retry_s": r.judge_retry_s,
-            }
-            return kwargs | served | ({"judge_model": r.judge_model} if r.judge_model else {})
+            times = {"judge_timeout_s": r.judge_timeout_s, "judge_retry_s": r.judge_retry_s}
+            if r.judge_url:
+                asked = {"judge_url": r.judge_url, "judge_api": r.judge_api, **times}
+                return kwargs | asked | ({"judge_model": r.judge_model} if r.judge_model else {})
+            if served:  # the judge served inside the allocation is MLflow's scoring server
+                return kwargs | {"judge_api": "mlflow", **times} | dict(served)
+            return kwargs | {"judge_weights": r.judge}
+
+        @property
+        def serves_judge_in_allocation(self) -> bool:
+            """Whether the train job serves a judge-paid policy's judge itself
+            (`judgeflow.stages.served_judge`): on Slurm, and wherever verl trains; not when the
+            judge is served elsewhere (`reward.judge_url`). TRL run locally loads it in its
+            own process instead."""
+            return (
+                self.mode == "rlvr"
+                and self.reward.paid_by_judge
+                and not self.reward.judge_url
+                and (self.resolved_engine == "verl" or self.cluster.backend == "slurm")
+            )
 
         @property
         def policy_gpus_per_node(self) -> int:
             """A node's GPUs the policy trains on: all of them, but those serving a judge-paid
             policy's judge inside the allocation (`reward.judge_gpus`; none when the judge is
-            served elsewhere, `reward.judge_url`, or the engine is TRL)."""
+            served elsewhere or the allocation has no GPUs)."""
             gpus = self.cluster.gpus_per_node
-            if (
-                self.mode == "rlvr"
-                and self.reward.paid_by_judge
-                and not self.reward.judge_url
-                and self.resolved_engine == "verl"
-            ):
+            if self.serves_judge_in_allocation and gpus:
                 gpus -= self.reward.judge_gpus
             return gpus
 

@@ -106,16 +106,6 @@ def _quote(text: str) -> str:
 # ---------------------------------------------------------------------------- overrides
 
 
-#: Where a judge served inside the allocation listens (the train job's head node).
-SERVED_JUDGE_PORT = 5055
-
-
-def served_judge_url(cfg: RunConfig) -> str:
-    """The paying judge's URL under verl: `reward.judge_url`, else the server the train job
-    starts on its head node (`judgeflow.stages.train`)."""
-    return cfg.reward.judge_url or f"http://127.0.0.1:{SERVED_JUDGE_PORT}/invocations"
-
-
 #: The judge-paid policy's reward (verl's batch signature), loaded by path like the others.
 JUDGE_REWARD_MODULE = str(Path(__file__).resolve().parents[1] / "inference" / "judge_reward.py")
 
@@ -124,7 +114,12 @@ def _reward_path(cfg: RunConfig, judged: bool) -> str:
     return JUDGE_REWARD_MODULE if judged else reward_module_path(cfg.mode)
 
 
-def _reward_kwargs(cfg: RunConfig, judged: bool, unscored: bool = False) -> dict[str, Any]:
+def _reward_kwargs(
+    cfg: RunConfig,
+    judged: bool,
+    unscored: bool = False,
+    served_judge: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     if cfg.mode != "rlvr":
         return {}
     if not judged:
@@ -133,7 +128,10 @@ def _reward_kwargs(cfg: RunConfig, judged: bool, unscored: bool = False) -> dict
         datasets = sorted({d.lower() for d in cfg.reward.judge_datasets})
         return {**cfg.rlvr.reward_kwargs(), "judge_datasets": datasets, "judge_unscored": True}
     # each call's judge counts as a line: verl 0.6.1 logs no reward column of a training step
-    return {**cfg.policy_reward_kwargs(judge_url=served_judge_url(cfg)), "judge_log_counts": True}
+    from judgeflow.stages.served_judge import rendered_served_judge
+
+    served = served_judge or rendered_served_judge(cfg)  # the job's judge, or as rendered
+    return {**cfg.policy_reward_kwargs(served=served), "judge_log_counts": True}
 
 
 def verl_overrides(
@@ -148,6 +146,7 @@ def verl_overrides(
     reward_path: str | None = None,
     env_vars: Mapping[str, str] | None = None,
     unscored_judge: bool = False,
+    served_judge: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """The hydra overrides for `verl.trainer.main_ppo`, in a fixed order.
 
@@ -157,8 +156,10 @@ def verl_overrides(
     defaults to judgeflow's reward module for the mode in this installation. `env_vars` go to
     every Ray worker of the job through `ray_kwargs.ray_init.runtime_env.env_vars`.
     `grpo.extra_overrides` come last, so they can change anything rendered before them.
-    A judge-paid policy's judge is called at `served_judge_url`; `unscored_judge` leaves its
-    rows unscored instead (verl's validation mode, whose scores judgeflow recomputes).
+    A judge-paid policy's judge is `reward.judge_url`, or `served_judge`: the one the train job
+    serves inside its allocation (`judgeflow.stages.served_judge`; rendered without a job, its
+    port reads `<free-port>`); `unscored_judge` leaves its rows unscored instead (verl's
+    validation mode, whose scores judgeflow recomputes).
     """
     g, d = cfg.grpo, cfg.data
     judged = cfg.mode == "rlvr" and cfg.reward.paid_by_judge
@@ -256,7 +257,7 @@ def verl_overrides(
         ("custom_reward_function.name", REWARD_FUNCTION_NAME),
         *(
             (f"+custom_reward_function.reward_kwargs.{key}", value)
-            for key, value in _reward_kwargs(cfg, judged, unscored_judge).items()
+            for key, value in _reward_kwargs(cfg, judged, unscored_judge, served_judge).items()
         ),
         ("trainer.logger", list(g.logger)),
         ("trainer.project_name", cfg.tracking.experiment),
@@ -394,10 +395,15 @@ class VerlParams:
     n_gpus_per_node: int
     tracking_uri: str | None
     python: str = sys.executable
+    #: the judge the train job serves inside its allocation (`stages.served_judge`), if any
+    served_judge: Mapping[str, Any] | None = None
 
 
-def params_from(cfg: RunConfig, output_dir: str | Path) -> VerlParams:
-    """The engine's inputs from a run config; checkpoints go to `output_dir/verl`."""
+def params_from(
+    cfg: RunConfig, output_dir: str | Path, served_judge: Mapping[str, Any] | None = None
+) -> VerlParams:
+    """The engine's inputs from a run config; checkpoints go to `output_dir/verl`;
+    `served_judge`: the judge the job serves (`stages.served_judge`)."""
     from judgeflow.tracking import resolve_tracking_uri
 
     return VerlParams(
@@ -406,6 +412,7 @@ def params_from(cfg: RunConfig, output_dir: str | Path) -> VerlParams:
         nnodes=cfg.cluster.nodes,
         n_gpus_per_node=cfg.policy_gpus_per_node,
         tracking_uri=resolve_tracking_uri(cfg.tracking.tracking_uri),
+        served_judge=served_judge,
     )
 
 
@@ -485,6 +492,7 @@ def train_verl(
         n_gpus_per_node=params.n_gpus_per_node,
         experiment_name=experiment_name,
         env_vars=forwarded,
+        served_judge=params.served_judge,
     )
     env = {**os.environ, **forwarded}
     runner = runner or run_streaming  # looked up at call time: tests replace the process layer

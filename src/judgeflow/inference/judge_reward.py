@@ -79,6 +79,7 @@ JUDGE_KEYS = (
     "judge_model",
     "judge_timeout_s",
     "judge_retry_s",
+    "judge_server_status",  # the judge served inside the job's allocation: why it exited
     "judge_unscored",
     "judge_max_failure_rate",  # the limit that stops a run whose judge keeps failing
     "judge_log_counts",  # print each call's counts (verl: its log follower reads them)
@@ -268,7 +269,8 @@ def client_for(settings: Mapping[str, Any]) -> JudgeClient:
     url, weights = settings.get("judge_url"), settings.get("judge_weights")
     if not url and not weights:
         raise ValueError("a judge-paid reward needs judge_weights or judge_url")
-    served = ("judge_concurrency", "judge_api", "judge_model", "judge_timeout_s", "judge_retry_s")
+    served = ("judge_concurrency", "judge_api", "judge_model", "judge_timeout_s", "judge_retry_s",
+              "judge_server_status")  # fmt: skip
     key = (url, weights, mode, tokens, batch, *(settings.get(k) for k in served))
     retry = settings.get("judge_retry_s")
     if key not in _clients:
@@ -283,6 +285,7 @@ def client_for(settings: Mapping[str, Any]) -> JudgeClient:
                 retry_s=float(DEFAULT_RETRY_S if retry is None else retry),  # 0: no retries
                 api=str(settings.get("judge_api") or "auto"),
                 model=settings.get("judge_model") or None,
+                server_status=settings.get("judge_server_status") or None,
             )
             if url
             else LocalJudge(str(weights), mode, tokens, batch)

@@ -134,6 +134,8 @@ class JudgeModel(PythonModel):
         self.max_new_tokens = int(config["max_new_tokens"])
         weights = local_weights(config["model_uri"], config.get("storage_root"))
         self.served_model = served_weights(config["model_uri"], weights)
+        if config.get("instance"):  # a judge served for one job says which (stages.served_judge)
+            self.served_model += f" instance {config['instance']}"
         self.generator = HFGenerator(weights, batch_size=int(config.get("batch_size", 8)))
 
     # No type hints: MLflow would read them as the input schema; the signature is the schema.

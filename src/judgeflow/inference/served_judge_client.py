@@ -123,8 +123,10 @@ class _Http:
         retry_s: float,
         backoff_s: float,
         api_key: str | None,
+        server_status: str | None = None,
     ) -> None:
         self.shown = strip_credentials(url)  # what messages and logs say
+        self.server_status = server_status
         if api_key and not _key_safe_to(url):
             raise JudgeRefused(
                 f"not sending {API_KEY_VARIABLE} to the judge at {self.shown}: plain http to a "
@@ -172,6 +174,9 @@ class _Http:
                 failure = f"HTTP {status}: {_said(reply)[:300]}"
                 cause = httpx.HTTPStatusError(failure, request=reply.request, response=reply)
                 asked = _retry_after(reply)
+            gone = self._server_gone()
+            if gone:  # the judge served for this job exited: nothing to wait for
+                raise JudgeUnavailable(gone) from cause
             spent = time.monotonic() - started
             left = self.retry_s - spent
             # the server's Retry-After, but never sooner than our backoff: `0` or a date
@@ -190,6 +195,17 @@ class _Http:
                 self.retry_s,
             )
             time.sleep(delay)
+
+    def _server_gone(self) -> str | None:
+        """Why the judge served inside this job's allocation exited (its watcher's status
+        file, `judgeflow.stages.served_judge`), or None while it runs or for another judge."""
+        if not self.server_status:
+            return None
+        try:
+            with open(self.server_status, encoding="utf-8") as status:
+                return status.read()
+        except FileNotFoundError:
+            return None
 
     def _backoff(self, tries: int, left: float) -> float:
         """Exponential, with jitter (half fixed, half random), never past the time left."""
@@ -347,6 +363,8 @@ class ServedJudge:
     #: openai: the model asked (None: the only one listed); mlflow: the weights it must serve
     model: str | None = None
     backoff_s: float = 1.0  # the first retry's delay (doubled each try, with jitter)
+    #: a judge served for this job: where its watcher writes why it exited (no retry then)
+    server_status: str | None = None
     calls: int = field(default=0, init=False)
     _http: _Http | None = field(default=None, init=False, repr=False)
     _chat: OpenAIChat | None = field(default=None, init=False, repr=False)
@@ -370,6 +388,7 @@ class ServedJudge:
                 retry_s=self.retry_s,
                 backoff_s=self.backoff_s,
                 api_key=_api_key(),
+                server_status=self.server_status,
             )
         return self._http
 

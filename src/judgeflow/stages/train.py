@@ -55,32 +55,33 @@ def train_stage(
         train_file=fetch(cfg, data.train_file),
         val_file=fetch(cfg, data.val_file) if data.val_file else None,
     )
-    if cfg.resolved_engine == "verl":
-        from judgeflow.engines import verl
+    # a judge-paid policy's judge, served inside the allocation (on Slurm, and beside verl)
+    with served_judge(cfg, output_dir) as judge:
+        if cfg.resolved_engine == "verl":
+            from judgeflow.engines import verl
 
-        run_name = Tracker.attach(run_id, cfg.tracking.tracking_uri).run_name() if run_id else None
-        judge = served_judge(cfg, output_dir)  # a judge-paid policy's judge, beside verl
-        with judge:
+            tracker = Tracker.attach(run_id, cfg.tracking.tracking_uri) if run_id else None
             result: TrainResult | VerlResult = verl.train_verl(
-                verl.params_from(cfg, output_dir),
+                verl.params_from(cfg, output_dir, served_judge=judge),
                 [data.train_file],
                 [data.val_file] if data.val_file else [data.train_file],
                 mlflow_run_id=run_id,
-                experiment_name=run_name,  # verl's MLflow logger resumes the run by its name
+                # verl's MLflow logger resumes the run by its name
+                experiment_name=tracker.run_name() if tracker else None,
                 progress=progress,  # verl's step log: progress and the standard train/* val/* names
                 metrics_sink=metrics_sink,
             )
-    else:
-        from judgeflow.engines import trl
+        else:
+            from judgeflow.engines import trl
 
-        result = trl.train_grpo(
-            trl.params_from(cfg, output_dir),
-            data.train_file,
-            eval_file=data.val_file,
-            metrics_sink=metrics_sink,
-            progress=progress,
-            resume=True,
-        )
+            result = trl.train_grpo(
+                trl.params_from(cfg, output_dir, served_judge=judge),
+                data.train_file,
+                eval_file=data.val_file,
+                metrics_sink=metrics_sink,
+                progress=progress,
+                resume=True,
+            )
     final = Path(result.final_model_dir)
     lineage(final)
     return TrainedModel(

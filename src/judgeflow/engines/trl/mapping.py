@@ -104,8 +104,12 @@ LOSS_TYPES: dict[str, Literal["grpo", "dapo", "dr_grpo", "bnpo"]] = {
 LOSS_MODES: dict[str, Literal["token", "sequence"]] = {"vanilla": "token", "gspo": "sequence"}
 
 
-def params_from(cfg: RunConfig, output_dir: str | Path) -> GrpoParams:
-    """The run config as TRL's GRPO knobs; a `grpo` key TRL cannot honour is a config error."""
+def params_from(
+    cfg: RunConfig, output_dir: str | Path, served_judge: Mapping[str, Any] | None = None
+) -> GrpoParams:
+    """The run config as TRL's GRPO knobs; a `grpo` key TRL cannot honour is a config error.
+    `served_judge`: the paying judge the job serves inside its allocation
+    (`stages.served_judge`), which the reward calls instead of loading the judge itself."""
     from judgeflow.config import ConfigError
 
     g = cfg.grpo
@@ -158,7 +162,7 @@ def params_from(cfg: RunConfig, output_dir: str | Path) -> GrpoParams:
         seed=cfg.data.seed,
         gradient_checkpointing=g.gradient_checkpointing,
         filter_zero_std_samples=g.filter_zero_std_samples,
-        rlvr_rules=cfg.policy_reward_kwargs(),  # and the paying judge, when one pays
+        rlvr_rules=cfg.policy_reward_kwargs(served=served_judge),  # and the paying judge
     )
 
 
