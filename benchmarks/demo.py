@@ -258,17 +258,20 @@ def _judge_on_held_out(
     """The paying judge's own view of the held-out answers (it never paid them: the verifiers
     measure those rows): what it would pay the start's and the trained policy's answers, and how
     often its verdict (a score of 2 or more: pays) agrees with the verifiers'."""
+    from judgeflow.dev.verified_judge_data import judge_query
     from judgeflow.inference.judge_reward import JudgedItem, LocalJudge, judge_scores
     from judgeflow.registry.models import ModelRegistry
+    from judgeflow.registry.paying_judge import _recorded_max_new_tokens
     from judgeflow.rewards.rlvr.verifiers import remove_thinking_section
 
     version = ModelRegistry(f"sqlite:///{home / 'mlflow.db'}").resolve(judge_ref)
-    judge = LocalJudge(version.model_uri, "pointwise", max_new_tokens=24, batch_size=32)
+    tokens = _recorded_max_new_tokens(version.run_id, f"sqlite:///{home / 'mlflow.db'}") or 32
+    judge = LocalJudge(version.model_uri, "pointwise", max_new_tokens=tokens, batch_size=32)
     questions = _held_out("rlvr/tinyrlvr_val.jsonl")
     out: dict[str, Any] = {}
     for label, answered in rows.items():
-        items = [
-            JudgedItem(questions[int(r["index"])]["messages"][0]["content"],
+        items = [  # shown as it is shown a training question: with its reference
+            JudgedItem(judge_query(questions[int(r["index"])]),
                        remove_thinking_section(r["completion"]), "", str(r["index"]))
             for r in answered
         ]  # fmt: skip

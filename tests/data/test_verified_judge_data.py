@@ -9,7 +9,13 @@ from collections import Counter
 from pathlib import Path
 
 from judgeflow.dev.rlvr_demo_data import demo_rows as rlvr_rows
-from judgeflow.dev.verified_judge_data import ELSEWHERE, FILES, demo_rows, write_demo_data
+from judgeflow.dev.verified_judge_data import (
+    FILES,
+    SAME_KIND,
+    demo_rows,
+    judge_query,
+    write_demo_data,
+)
 
 SAMPLES = Path(__file__).resolve().parents[2] / "src" / "judgeflow" / "samples" / "rlvr_judged"
 
@@ -25,7 +31,8 @@ def test_shipped_samples_are_exactly_the_generators_output(tmp_path: Path) -> No
 
 def test_the_judges_labels_are_the_verifiers_and_the_right_option_scores_4() -> None:
     rows = demo_rows()
-    truth = {r["messages"][0]["content"]: r["ground_truth"] for r in rlvr_rows()["tinyrlvr.jsonl"]}
+    train = rlvr_rows()["tinyrlvr.jsonl"]
+    truth = {judge_query(r): r["ground_truth"] for r in train}
     for row in rows["verified_judge.jsonl"]:
         answer = row["output"][0]["answer"]
         expected = 4 if answer["content"] == truth[row["input"][0]["content"]] else 0
@@ -33,27 +40,35 @@ def test_the_judges_labels_are_the_verifiers_and_the_right_option_scores_4() -> 
     labels = Counter(
         r["output"][0]["answer"]["label"]["helpfulness"] for r in rows["verified_judge.jsonl"]
     )
-    # both options of every training question, and ELSEWHERE answers that are neither
-    assert labels[4] == len(truth) and labels[0] == (1 + ELSEWHERE) * len(truth)
+    # both options of every training question, SAME_KIND answers of its kind that are neither
+    # option, and one of another kind
+    zeros = sum(2 + SAME_KIND[r["dataset"]] for r in train)
+    assert labels[4] == len(train) and labels[0] == zeros
     verdicts = Counter(
         r["messages"][1]["content"].split("<score>")[1] for r in rows["verified_judge_sft.jsonl"]
     )
-    each = (1 + ELSEWHERE) * len(truth)  # the right answer repeated: as many 4s as 0s
-    assert verdicts == {"4</score>": each, "0</score>": each}
-    for n, row in enumerate(rows["verified_judge.jsonl"]):  # after the two options: neither
-        question, answer = row["input"][0]["content"], row["output"][0]["answer"]["content"]
-        among = f" {answer} or " in question or f"or {answer}?" in question
-        assert among == (n % (2 + ELSEWHERE) < 2), row
+    assert verdicts == {"4</score>": zeros, "0</score>": zeros}  # the right answer repeated
+    for row in rows["verified_judge_sft.jsonl"]:  # the thinking: reference, answer, verdict
+        prompt, verdict = (m["content"] for m in row["messages"])
+        reference = prompt.split("Reference answer: ")[1].split("\n")[0]
+        answer = prompt.split("# Response\n")[1].split("\n")[0]
+        right = "right</think><score>4" if answer == reference else "wrong</think><score>0"
+        assert verdict == f"<think>reference {reference}, answer {answer}: {right}</score>", row
 
 
 def test_the_policy_never_meets_a_verifier_and_the_held_out_questions_stay_out() -> None:
     rows, rlvr = demo_rows(), rlvr_rows()
     assert {r["dataset"] for r in rows["verified_policy.jsonl"]} == {"judge"}
     trained = {r["messages"][0]["content"] for r in rows["verified_policy.jsonl"]}
+    # the judge is shown the question with its reference; the policy, the question alone
+    shown = {r["query"] for r in rows["verified_policy.jsonl"]}
     judged = {r["input"][0]["content"] for r in rows["verified_judge.jsonl"]}
     held_out = {r["messages"][0]["content"] for r in rlvr["tinyrlvr_val.jsonl"]}
-    assert trained == judged and not (trained & held_out)
-    assert {r["input"][0]["content"] for r in rows["verified_judge_val.jsonl"]} == held_out
+    assert shown == judged and not (trained & held_out)
+    assert all("Reference answer" not in question for question in trained)
+    assert {r["input"][0]["content"] for r in rows["verified_judge_val.jsonl"]} == {
+        judge_query(r) for r in rlvr["tinyrlvr_val.jsonl"]
+    }
     # the policy's held-out rows are the RLVR demo's, verifiers and all
     shipped = SAMPLES.parent / "rlvr" / "tinyrlvr_val.jsonl"
     assert {json.loads(line)["dataset"] for line in shipped.read_text().splitlines()} == {
