@@ -41,8 +41,8 @@ def test_the_judges_labels_are_the_verifiers_and_the_right_option_scores_4() -> 
         r["output"][0]["answer"]["label"]["helpfulness"] for r in rows["verified_judge.jsonl"]
     )
     # both options of every training question, SAME_KIND answers of its kind that are neither
-    # option, and one of another kind
-    zeros = sum(2 + SAME_KIND[r["dataset"]] for r in train)
+    # option, one of another kind, and a letter for an animal question
+    zeros = sum(2 + SAME_KIND[r["dataset"]] + (r["dataset"] == "string_matcher") for r in train)
     assert labels[4] == len(train) and labels[0] == zeros
     verdicts = Counter(
         r["messages"][1]["content"].split("<score>")[1] for r in rows["verified_judge_sft.jsonl"]

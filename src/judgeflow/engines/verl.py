@@ -106,6 +106,11 @@ def _quote(text: str) -> str:
 # ---------------------------------------------------------------------------- overrides
 
 
+#: Where the judge the train job serves listens, rendered without a job (`judgeflow render`):
+#: the job picks a free port when it starts (`judgeflow.stages.served_judge`).
+RENDERED_JUDGE_PORT = "<free-port>"
+RENDERED_JUDGE_URL = f"http://127.0.0.1:{RENDERED_JUDGE_PORT}/invocations"
+
 #: The judge-paid policy's reward (verl's batch signature), loaded by path like the others.
 JUDGE_REWARD_MODULE = str(Path(__file__).resolve().parents[1] / "inference" / "judge_reward.py")
 
@@ -128,9 +133,8 @@ def _reward_kwargs(
         datasets = sorted({d.lower() for d in cfg.reward.judge_datasets})
         return {**cfg.rlvr.reward_kwargs(), "judge_datasets": datasets, "judge_unscored": True}
     # each call's judge counts as a line: verl 0.6.1 logs no reward column of a training step
-    from judgeflow.stages.served_judge import rendered_served_judge
-
-    served = served_judge or rendered_served_judge(cfg)  # the job's judge, or as rendered
+    rendered = {"judge_url": RENDERED_JUDGE_URL} if cfg.serves_judge_in_allocation else None
+    served = served_judge or rendered  # the job's judge, or as rendered without a job
     return {**cfg.policy_reward_kwargs(served=served), "judge_log_counts": True}
 
 

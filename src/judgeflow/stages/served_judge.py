@@ -44,14 +44,11 @@ __all__ = [
     "judge_model_config",
     "judge_server_command",
     "judge_server_gpus",
-    "rendered_served_judge",
     "served_judge",
 ]
 
 #: How long the judge may take to load before the train job gives up on it.
 START_TIMEOUT_S = 900.0
-#: Where the judge listens when rendered without a job (`judgeflow render`): the job picks a port.
-RENDERED_PORT = "<free-port>"
 #: The MLflow model the job writes around the judge's weights, one per job (its instance id).
 JUDGE_MODEL_DIRNAME = "judge-model"
 logger = logging.getLogger("judgeflow")
@@ -63,14 +60,16 @@ def judge_server_command(
     port: Any = None,
 ) -> list[str] | None:
     """`mlflow models serve` of the judge's MLflow model `model_dir` on `port` (rendered:
-    `<free-port>`); None when this run serves no judge."""
+    `engines.verl.RENDERED_JUDGE_PORT`); None when this run serves no judge."""
+    from judgeflow.engines.verl import RENDERED_JUDGE_PORT
+
     if not cfg.serves_judge_in_allocation:
         return None
     mlflow = str(Path(sys.executable).parent / "mlflow")
     # -t: MLflow's scoring server ends a request after 60 s by default; a batch of long judge
     # replies takes longer, and the client (`ServedJudge`) waits as long as this
     return [mlflow, "models", "serve", "-m", str(model_dir), "--env-manager", "local",
-            "-h", "127.0.0.1", "-p", str(RENDERED_PORT if port is None else port), "-w", "1",
+            "-h", "127.0.0.1", "-p", str(RENDERED_JUDGE_PORT if port is None else port), "-w", "1",
             "-t", str(math.ceil(cfg.reward.judge_timeout_s))]  # fmt: skip
 
 
@@ -81,14 +80,6 @@ def judge_server_gpus(cfg: RunConfig) -> str:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     ids = visible.split(",") if visible else [str(i) for i in range(cfg.cluster.gpus_per_node)]
     return ",".join(ids[len(ids) - cfg.reward.judge_gpus :])
-
-
-def rendered_served_judge(cfg: RunConfig) -> dict[str, Any] | None:
-    """The served judge's reward keywords as rendered without a job (the port and the instance
-    are the job's own)."""
-    if not cfg.serves_judge_in_allocation:
-        return None
-    return {"judge_url": f"http://127.0.0.1:{RENDERED_PORT}/invocations"}
 
 
 def judge_model_config(cfg: RunConfig, instance: str) -> dict[str, Any]:
