@@ -50,8 +50,9 @@ def _servers(instance: str) -> list[int]:
 
 
 def test_two_jobs_on_one_node_are_each_paid_by_their_own_judge_and_a_dead_one_stops_its_job(
-    tmp_path: Path, tiny_model: Path
+    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # what a killed server leaves stays here
     cfg = _cfg(tiny_model)
     assert cfg.serves_judge_in_allocation  # type: ignore[attr-defined]
     rendered = judge_server_command(cfg)  # type: ignore[arg-type]
