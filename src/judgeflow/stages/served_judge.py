@@ -34,7 +34,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -111,12 +111,10 @@ def served_judge(cfg: RunConfig, log_dir: str | Path) -> Iterator[dict[str, Any]
     instance = secrets.token_hex(8)
     Path(log_dir).mkdir(parents=True, exist_ok=True)
     model_dir = Path(log_dir) / f"{JUDGE_MODEL_DIRNAME}-{instance}"
-    mode = str(cfg.reward.judge_mode)
-    save_judge_model(model_dir, judge_model_config(cfg, instance))
-    [port] = free_ports(1)
-    url = f"http://127.0.0.1:{port}/invocations"
     log = Path(log_dir) / "judge-server.log"
     status = Path(log_dir) / f"judge-server-{instance}.exited"
+    [port] = free_ports(1)
+    url = f"http://127.0.0.1:{port}/invocations"
     command = judge_server_command(cfg, model_dir, port)
     assert command is not None  # serves_judge_in_allocation
     # MLflow starts `uvicorn` by name, through `bash`: this interpreter's, and the system's,
@@ -125,16 +123,22 @@ def served_judge(cfg: RunConfig, log_dir: str | Path) -> Iterator[dict[str, Any]
         [str(Path(sys.executable).parent), os.environ.get("PATH", ""), os.defpath]
     )
     env = {**os.environ, "PATH": path, "CUDA_VISIBLE_DEVICES": judge_server_gpus(cfg)}
-    logger.info("serving the paying judge at %s (instance %s; log %s)", url, instance, log)
-    with log.open("ab") as out:
-        # a session of its own: the scoring server's workers are stopped with it (`_stop`)
-        proc = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-    watcher = _Watcher(proc, status, log, url)
-    try:
+    # undone last first, however far it got: the watcher told, the server stopped, the model gone
+    with ExitStack() as undo:
+        undo.callback(shutil.rmtree, model_dir, ignore_errors=True)
+        save_judge_model(model_dir, judge_model_config(cfg, instance))
+        logger.info("serving the paying judge at %s (instance %s; log %s)", url, instance, log)
+        with log.open("ab") as out:
+            # a session of its own: the scoring server's workers are stopped with it (`_stop`)
+            proc = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        undo.callback(_stop, proc)
+        watcher = _Watcher(proc, status, log, url)
+        undo.callback(watcher.stopping.set)
         _wait_until_up(url.removesuffix("/invocations") + "/ping", proc, log)
-        says = served_model(url, mode, timeout_s=cfg.reward.judge_timeout_s, retry_s=60.0)
+        says = served_model(url, str(cfg.reward.judge_mode),
+                            timeout_s=cfg.reward.judge_timeout_s, retry_s=60.0)  # fmt: skip
         if not (says or "").endswith(f"instance {instance}"):
             raise RuntimeError(
                 f"the judge at {url} is not this job's (it says it serves {says or 'nothing'}, "
@@ -142,10 +146,6 @@ def served_judge(cfg: RunConfig, log_dir: str | Path) -> Iterator[dict[str, Any]
             )
         watcher.start()
         yield {"judge_url": url, "judge_model": says, "judge_server_status": str(status)}
-    finally:
-        watcher.stopping.set()
-        _stop(proc)
-        shutil.rmtree(model_dir, ignore_errors=True)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
