@@ -34,7 +34,12 @@ def prepare_grrm(
     return stages.prepare_grrm_stage(cfg, manifest, rl_train, val_manifest)
 
 
-@task(name="find-sft-model", retries=3, retry_delay_seconds=BACKOFF)
+@task(
+    name="find-sft-model",
+    retries=3,
+    retry_delay_seconds=BACKOFF,
+    retry_condition_fn=retry_transient,  # MLflow unreachable: retried; no such model: said now
+)
 def find_sft_model(cfg: RunConfig, sft_file: str) -> str:
     """The SFT model of this lineage (same SFT data and config), for an RLVR-only run."""
     model = sft_models.newest_sft_model(cfg, sft_file)

@@ -202,7 +202,8 @@ def test_cancelling_the_flow_run_cancels_its_slurm_job(
     server = subprocess.Popen(
         [sys.executable, "-c", SERVE, "cancel-test"],
         stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
-        env={**os.environ, "PREFECT_API_URL": prefect_server},
+        # the runner polls for scheduled runs every second, not every ten
+        env={**os.environ, "PREFECT_API_URL": prefect_server, "PREFECT_RUNNER_POLL_FREQUENCY": "1"},
     )  # fmt: skip
     try:
         flow_run = _wait(

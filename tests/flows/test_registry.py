@@ -204,7 +204,7 @@ WHO: contextvars.ContextVar[str] = contextvars.ContextVar("who", default="?")
 
 def test_the_gate_finds_measures_and_decides_under_one_lock(
     prefect_server: str,
-    own_mlflow_server: str,
+    mlflow_server: str,
     judgeflow_home: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -253,7 +253,7 @@ def test_the_gate_finds_measures_and_decides_under_one_lock(
     monkeypatch.setattr(register_tasks, "register_stage", observed_decide)
     monkeypatch.setattr(stages, "evaluate_stage", observed_measure)
 
-    tracking = own_mlflow_server
+    tracking = mlflow_server
     name = f"judge-lock-{uuid.uuid4().hex[:8]}"
     cfg = load_config(
         "grpo-pointwise", profile="tiny",

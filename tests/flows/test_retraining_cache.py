@@ -42,7 +42,7 @@ def test_unchanged_data_reuses_every_stage_and_changes_rerun_only_what_depends_o
                 "data.val_source=null",  # validate on a split of that source
                 "data.val_fraction=0.25",
                 "evaluation.enabled=false",
-                "grpo.max_steps=4",
+                "grpo.max_steps=1",
                 *extra,
             ],
         )

@@ -83,9 +83,14 @@ def test_transient_download_failure_is_retried(
     mlflow_server: str,
     judgeflow_home: Path,
     flaky_source: tuple[str, FlakyServer],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import tasks.data
     from flows.judge_grpo import judge_grpo
 
+    monkeypatch.setattr(
+        tasks.data.download, "retry_delay_seconds", [0.1]
+    )  # the retry, not the wait
     url, server = flaky_source
     summary = judge_grpo(mode="pointwise", profile="tiny", overrides=_overrides(mlflow_server, url))
 
