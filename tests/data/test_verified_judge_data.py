@@ -8,9 +8,13 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from judgeflow.dev.rlvr_demo_data import ANIMALS
 from judgeflow.dev.rlvr_demo_data import demo_rows as rlvr_rows
 from judgeflow.dev.verified_judge_data import (
     FILES,
+    OTHER_KIND,
+    PIECES,
+    ROUNDS,
     SAME_KIND,
     demo_rows,
     judge_query,
@@ -41,19 +45,45 @@ def test_the_judges_labels_are_the_verifiers_and_the_right_option_scores_4() -> 
         r["output"][0]["answer"]["label"]["helpfulness"] for r in rows["verified_judge.jsonl"]
     )
     # both options of every training question, SAME_KIND answers of its kind that are neither
-    # option, one of another kind, and a letter for an animal question
-    zeros = sum(2 + SAME_KIND[r["dataset"]] + (r["dataset"] == "string_matcher") for r in train)
-    assert labels[4] == len(train) and labels[0] == zeros
-    verdicts = Counter(
-        r["messages"][1]["content"].split("<score>")[1] for r in rows["verified_judge_sft.jsonl"]
+    # option, OTHER_KIND of another kind, and a letter for an animal question
+    zeros = sum(
+        ROUNDS[r["dataset"]] * (1 + SAME_KIND[r["dataset"]] + OTHER_KIND[r["dataset"]] + PIECES)
+        for r in train
     )
-    assert verdicts == {"4</score>": zeros, "0</score>": zeros}  # the right answer repeated
+    assert labels[4] == sum(ROUNDS[r["dataset"]] for r in train) and labels[0] == zeros
+    # the SFT rows: every answer word the verifiers pay somewhere is paid about as often as it
+    # is refused, so the word alone tells the judge nothing (it must compare with the reference)
+    paid: Counter[str] = Counter()
+    refused: Counter[str] = Counter()
+    for row in rows["verified_judge_sft.jsonl"]:
+        answer = row["messages"][0]["content"].split("# Response\n")[1].split("\n")[0]
+        (paid if row["messages"][1]["content"].endswith("4</score>") else refused)[answer] += 1
+    assert set(paid) == {t for t in truth.values()}
+    for word in paid:
+        assert abs(paid[word] - refused[word]) <= 0.2 * paid[word], (
+            word,
+            paid[word],
+            refused[word],
+        )
     for row in rows["verified_judge_sft.jsonl"]:  # the thinking: reference, answer, verdict
         prompt, verdict = (m["content"] for m in row["messages"])
         reference = prompt.split("Reference answer: ")[1].split("\n")[0]
         answer = prompt.split("# Response\n")[1].split("\n")[0]
         right = "right</think><score>4" if answer == reference else "wrong</think><score>0"
         assert verdict == f"<think>reference {reference}, answer {answer}: {right}</score>", row
+
+
+def test_every_wrong_animal_is_shown_against_every_reference_about_as_often() -> None:
+    """The same-kind wrong answers are dealt from a cycle per reference, not sampled: no
+    (reference, wrong animal) pair is a blind spot."""
+    pairs: Counter[tuple[str, str]] = Counter()
+    for row in demo_rows()["verified_judge.jsonl"]:
+        reference = row["input"][0]["content"].split("Reference answer: ")[1]
+        answer = row["output"][0]["answer"]
+        if answer["label"]["helpfulness"] == 0 and answer["content"] in ANIMALS:
+            pairs[reference, answer["content"]] += 1
+    counts = [pairs[r, a] for r in ANIMALS for a in ANIMALS if r != a]
+    assert min(counts) >= 4 and max(counts) - min(counts) <= 4, Counter(counts)
 
 
 def test_the_policy_never_meets_a_verifier_and_the_held_out_questions_stay_out() -> None:

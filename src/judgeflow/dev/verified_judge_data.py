@@ -10,15 +10,17 @@ Y?", "Which number is larger: x or y?"), split as it splits them:
   with its reference answer (`judge_query`: a reference-guided judge, as open-instruct's
   `general-quality_ref`), with candidate answers as the paying judge will see a policy's answer
   (the bare word: `judge_reward` strips the thinking and the answer tags): its two options,
-  `SAME_KIND` words of its kind that are not among them (other animals, other digits) and one
-  of another kind, labelled by the task's own verifiers (`string_matcher`, `gsm8k`, run through
-  `judgeflow.rewards.rlvr`): 4 where they pay the answer, 0 where they do not. The judge learns
-  from the verifiers what a right answer is.
+  `SAME_KIND` words of its kind that are not among them (other animals, other digits; dealt so
+  that every wrong word meets every reference about as often), `OTHER_KIND` words of another
+  kind and `PIECES` pieces of words ("ear", "f"), labelled by the task's own verifiers
+  (`string_matcher`, `gsm8k`, run through `judgeflow.rewards.rlvr`): 4 where they pay the
+  answer, 0 where they do not. The judge learns from the verifiers what a right answer is.
 - **Judge SFT rows** (`verified_judge_sft.jsonl`): the verifiers' verdicts on the same rows in
   the judge's output format, its thinking the reference and the answer side by side
-  (`<think>reference cat, answer horse: wrong</think><score>0</score>`), the right answer's
-  row repeated so that 4s are as many as 0s (else a tiny judge learns "always 0"): SFT teaches
-  the format and the verifiers' judgement at once; GRPO then sharpens it.
+  (`<think>reference cat, answer horse: wrong</think><score>0</score>`), repeated so that each
+  word is paid in as many rows as it is refused (`_balanced`: else the word alone predicts the
+  verdict, and a tiny judge learns that instead of comparing): SFT teaches the format and the
+  verifiers' judgement at once; GRPO then sharpens it.
 - **Judge validation rows** (`verified_judge_val.jsonl`): the held-out questions' candidates,
   made and labelled the same way; the judge never trains on them.
 - **Policy rows** (`verified_policy.jsonl`): the training questions with `dataset: judge`, the
@@ -40,7 +42,16 @@ from judgeflow.dev.demo_data import write_jsonl_files
 from judgeflow.dev.rlvr_demo_data import ANIMALS, OBJECTS
 from judgeflow.dev.rlvr_demo_data import demo_rows as rlvr_rows
 
-__all__ = ["FILES", "SAME_KIND", "demo_rows", "judge_query", "write_demo_data"]
+__all__ = [
+    "FILES",
+    "OTHER_KIND",
+    "PIECES",
+    "ROUNDS",
+    "SAME_KIND",
+    "demo_rows",
+    "judge_query",
+    "write_demo_data",
+]
 
 FILES = (
     "verified_judge.jsonl",
@@ -52,10 +63,23 @@ FILES = (
 DATASET = "judge"
 _SEED = 20261128
 #: Answers of the question's own kind that are not among its options, per question (other
-#: animals, other digits), by the row's verifier; and one word of another kind besides (and,
-#: for an animal question, an animal's first letter: a policy paid by a judge that never saw one
-#: answered "f" and "g").
-SAME_KIND = {"string_matcher": 2, "gsm8k": 3}
+#: animals, other digits: all eight), by the row's verifier.
+SAME_KIND = {"string_matcher": 4, "gsm8k": 8}
+#: Words of another kind per question (digits or objects for an animal question, animals or
+#: objects for a number question).
+OTHER_KIND = {"string_matcher": 1, "gsm8k": 3}
+#: Pieces of words per question: every start and end of an animal's or an object's name that is
+#: not a word itself ("ear" of "bear", "f" of "wolf"), dealt from one cycle. A tiny judge whose
+#: thinking never met one derails on it ("reference cat, answer, answer bear: right"), and a
+#: policy paid by it learnt to answer "ear" to every question.
+PIECES = 2
+#: How often each question's candidates are made (a number question has a quarter of an animal
+#: question's rows: twice, so that the judge learns digits as well as animals).
+ROUNDS = {"string_matcher": 1, "gsm8k": 2}
+FRAGMENTS = sorted(
+    {w[:i] for w in (*ANIMALS, *OBJECTS) for i in range(1, len(w))}
+    | {w[i:] for w in (*ANIMALS, *OBJECTS) for i in range(1, len(w))} - {*ANIMALS, *OBJECTS}
+)
 
 
 def _options(question: str) -> tuple[str, str]:
@@ -73,22 +97,73 @@ def _verified(row: dict[str, Any], answer: str) -> int:
     return 4 if paid["verifiable_reward"] > 0 else 0
 
 
-def _candidates(row: dict[str, Any], rng: random.Random) -> list[tuple[str, str, int]]:
+class _Cycle:
+    """Same-kind wrong answers per reference, dealt from a shuffled cycle of the reference's
+    other words: every (reference, wrong answer) pair is shown about equally often, so no pair
+    is a blind spot a policy can find (sampled at random, some pairs came up once in 230
+    questions, and every policy paid by that judge learned to say "dog")."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.decks: dict[str, list[str]] = {}
+
+    def deal(
+        self, reference: str, words: list[str], count: int, options: tuple[str, ...]
+    ) -> list[str]:
+        dealt: list[str] = []
+        while len(dealt) < count:
+            deck = self.decks.get(reference)
+            if not deck:
+                deck = [w for w in words if w != reference]
+                self.rng.shuffle(deck)
+                self.decks[reference] = deck
+            word = deck.pop()
+            if word not in options and word not in dealt:
+                dealt.append(word)
+        return dealt
+
+
+def _candidates(
+    row: dict[str, Any], rng: random.Random, cycle: _Cycle, fragments: _Cycle
+) -> list[tuple[str, str, int]]:
     """(question, answer, verifiers' label) for both options of an RLVR row, `SAME_KIND`
-    answers of its kind that are not among them (animals, digits), one of another kind and, for
-    an animal question, a letter: a judge that saw too few pays any animal to every animal
-    question, and a policy learns to say one (measured: "wolf", docs/how-to/judge-paid.md)."""
+    answers of its kind that are not among them (animals, digits; dealt by `cycle`),
+    `OTHER_KIND` of another kind and `PIECES` pieces of words (dealt by `fragments`)."""
     question = row["messages"][0]["content"]
     options = _options(question)
     digits = [str(d) for d in range(10)]
     same, other = (ANIMALS, digits) if row["dataset"] == "string_matcher" else (digits, ANIMALS)
     elsewhere = [
-        *rng.sample([w for w in same if w not in options], SAME_KIND[row["dataset"]]),
-        rng.choice([w for w in [*other, *OBJECTS] if w not in options]),  # another kind of word
+        *cycle.deal(row["ground_truth"], same, SAME_KIND[row["dataset"]], options),
+        *rng.sample(
+            [w for w in [*other, *OBJECTS] if w not in options], OTHER_KIND[row["dataset"]]
+        ),
     ]
-    if row["dataset"] == "string_matcher":  # a fragment: an animal's first letter ("f", "g")
-        elsewhere.append(rng.choice(ANIMALS)[0])
+    elsewhere += fragments.deal("", FRAGMENTS, PIECES, options)
     return [(question, answer, _verified(row, answer)) for answer in (*options, *elsewhere)]
+
+
+def _balanced(rows: list[tuple[str, str, str, int]]) -> list[tuple[str, str, str, int]]:
+    """(query, reference, answer, score) rows, repeated so that every answer word the
+    verifiers pay somewhere is paid in as many rows as it is refused: a judge then cannot score
+    an answer by the word alone and must compare it with the reference. (With only the right
+    rows repeated, "dog" was right in three of four rows it appeared in, and the judge paid
+    "dog" to every question.) Words never right (objects, letters, "0") stay refused."""
+    right: dict[str, int] = {}
+    wrong: dict[str, int] = {}
+    for _, _, answer, score in rows:
+        tally = right if score else wrong
+        tally[answer] = tally.get(answer, 0) + 1
+    out: list[tuple[str, str, str, int]] = []
+    for row in rows:
+        answer, score = row[2], row[3]
+        if answer in right and answer in wrong:
+            target = max(right[answer], wrong[answer])
+            share = target / (right[answer] if score else wrong[answer])
+            out += [row] * max(1, round(share))
+        else:
+            out.append(row)
+    return out
 
 
 def judge_query(row: dict[str, Any]) -> str:
@@ -121,24 +196,15 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
     rlvr = rlvr_rows()
     train, val = rlvr["tinyrlvr.jsonl"], rlvr["tinyrlvr_val.jsonl"]
     rng = random.Random(_SEED)
+    cycle, fragments = _Cycle(rng), _Cycle(rng)
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in FILES}
+    sft: list[tuple[str, str, str, int]] = []
     for row in train:
-        candidates = _candidates(row, rng)
-        zeros = sum(score == 0 for _, _, score in candidates)
         query = judge_query(row)
-        for _, answer, score in candidates:
-            out["verified_judge.jsonl"].append(_openjudge(query, answer, score, row["dataset"]))
-            thinking = _analysis(row["ground_truth"], answer, score)
-            verdict = f"<think>{thinking}</think><score>{score}</score>"
-            sft_row = {
-                "messages": [
-                    {"role": "user", "content": render_pointwise(query, answer)},
-                    {"role": "assistant", "content": verdict},
-                ]
-            }
-            # the right answer's row repeated: about as many 4s as 0s, or a tiny judge learns
-            # "always 0"
-            out["verified_judge_sft.jsonl"] += [sft_row] * (zeros if score == 4 else 1)
+        for _ in range(ROUNDS[row["dataset"]]):
+            for _, answer, score in _candidates(row, rng, cycle, fragments):
+                out["verified_judge.jsonl"].append(_openjudge(query, answer, score, row["dataset"]))
+                sft.append((query, row["ground_truth"], answer, score))
         out["verified_policy.jsonl"].append(
             {
                 "messages": row["messages"],
@@ -147,8 +213,22 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
                 "query": query,
             }
         )
+    for query, reference, answer, score in _balanced(sft):
+        thinking = _analysis(reference, answer, score)
+        out["verified_judge_sft.jsonl"].append(
+            {
+                "messages": [
+                    {"role": "user", "content": render_pointwise(query, answer)},
+                    {
+                        "role": "assistant",
+                        "content": f"<think>{thinking}</think><score>{score}</score>",
+                    },
+                ]
+            }
+        )
+    val_cycle, val_fragments = _Cycle(rng), _Cycle(rng)
     for row in val:
-        for _, answer, score in _candidates(row, rng):
+        for _, answer, score in _candidates(row, rng, val_cycle, val_fragments):
             out["verified_judge_val.jsonl"].append(
                 _openjudge(judge_query(row), answer, score, row["dataset"])
             )
