@@ -124,13 +124,3 @@ def nothing_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
         time.sleep(1)
         left = _leftovers(cluster)
     assert not left, "left behind after the test:\n" + "\n".join(left)
-
-
-@pytest.fixture(autouse=True)
-def no_wait_for_a_result_a_cancelled_job_never_writes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A cancelled stage exits on SystemExit, for which submitit writes no result file, and
-    `job.results()` then waits `_results_timeout_s` (15 s, for a slow shared filesystem) before
-    it says the job was cancelled. The dev cluster's folders are on local disk."""
-    import submitit.core.core
-
-    monkeypatch.setattr(submitit.core.core.Job, "_results_timeout_s", 1)
