@@ -34,6 +34,7 @@ Y?", "Which number is larger: x or y?"), split as it splits them:
 from __future__ import annotations
 
 import random
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,7 @@ PIECES = 2
 #: How often each question's candidates are made (a number question has a quarter of an animal
 #: question's rows: twice, so that the judge learns digits as well as animals).
 ROUNDS = {"string_matcher": 1, "gsm8k": 2}
+#: The pieces of words `PIECES` are dealt from (115).
 FRAGMENTS = sorted(
     {w[:i] for w in (*ANIMALS, *OBJECTS) for i in range(1, len(w))}
     | {w[i:] for w in (*ANIMALS, *OBJECTS) for i in range(1, len(w))} - {*ANIMALS, *OBJECTS}
@@ -98,10 +100,10 @@ def _verified(row: dict[str, Any], answer: str) -> int:
 
 
 class _Cycle:
-    """Same-kind wrong answers per reference, dealt from a shuffled cycle of the reference's
-    other words: every (reference, wrong answer) pair is shown about equally often, so no pair
-    is a blind spot a policy can find (sampled at random, some pairs came up once in 230
-    questions, and every policy paid by that judge learned to say "dog")."""
+    """Wrong answers dealt per reference (or per any key: the pieces of words share one) from
+    a shuffled cycle of the other words: every (reference, wrong answer) pair is shown about
+    equally often, so no pair is a blind spot a policy can find (sampled at random, some pairs
+    came up once in 230 questions, and every policy paid by that judge learned to say "dog")."""
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
@@ -125,12 +127,11 @@ class _Cycle:
 
 def _candidates(
     row: dict[str, Any], rng: random.Random, cycle: _Cycle, fragments: _Cycle
-) -> list[tuple[str, str, int]]:
-    """(question, answer, verifiers' label) for both options of an RLVR row, `SAME_KIND`
+) -> list[tuple[str, int]]:
+    """(answer, verifiers' label) for both options of an RLVR row, `SAME_KIND`
     answers of its kind that are not among them (animals, digits; dealt by `cycle`),
     `OTHER_KIND` of another kind and `PIECES` pieces of words (dealt by `fragments`)."""
-    question = row["messages"][0]["content"]
-    options = _options(question)
+    options = _options(row["messages"][0]["content"])
     digits = [str(d) for d in range(10)]
     same, other = (ANIMALS, digits) if row["dataset"] == "string_matcher" else (digits, ANIMALS)
     elsewhere = [
@@ -140,7 +141,7 @@ def _candidates(
         ),
     ]
     elsewhere += fragments.deal("", FRAGMENTS, PIECES, options)
-    return [(question, answer, _verified(row, answer)) for answer in (*options, *elsewhere)]
+    return [(answer, _verified(row, answer)) for answer in (*options, *elsewhere)]
 
 
 def _balanced(rows: list[tuple[str, str, str, int]]) -> list[tuple[str, str, str, int]]:
@@ -149,11 +150,8 @@ def _balanced(rows: list[tuple[str, str, str, int]]) -> list[tuple[str, str, str
     an answer by the word alone and must compare it with the reference. (With only the right
     rows repeated, "dog" was right in three of four rows it appeared in, and the judge paid
     "dog" to every question.) Words never right (objects, letters, "0") stay refused."""
-    right: dict[str, int] = {}
-    wrong: dict[str, int] = {}
-    for _, _, answer, score in rows:
-        tally = right if score else wrong
-        tally[answer] = tally.get(answer, 0) + 1
+    right = Counter(answer for _, _, answer, score in rows if score)
+    wrong = Counter(answer for _, _, answer, score in rows if not score)
     out: list[tuple[str, str, str, int]] = []
     for row in rows:
         answer, score = row[2], row[3]
@@ -202,7 +200,7 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
     for row in train:
         query = judge_query(row)
         for _ in range(ROUNDS[row["dataset"]]):
-            for _, answer, score in _candidates(row, rng, cycle, fragments):
+            for answer, score in _candidates(row, rng, cycle, fragments):
                 out["verified_judge.jsonl"].append(_openjudge(query, answer, score, row["dataset"]))
                 sft.append((query, row["ground_truth"], answer, score))
         out["verified_policy.jsonl"].append(
@@ -228,7 +226,7 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
         )
     val_cycle, val_fragments = _Cycle(rng), _Cycle(rng)
     for row in val:
-        for _, answer, score in _candidates(row, rng, val_cycle, val_fragments):
+        for answer, score in _candidates(row, rng, val_cycle, val_fragments):
             out["verified_judge_val.jsonl"].append(
                 _openjudge(judge_query(row), answer, score, row["dataset"])
             )
