@@ -37,7 +37,8 @@ DRIVER = textwrap.dedent(
     ranks = {n["NodeID"]: [k for k in n["Resources"] if k.startswith("jf_node_")] for n in alive}
     result = {"nodes": placed, "ranks": [ranks[p] for p in placed], "alive": len(alive),
               "cpus": [n["Resources"].get("CPU") for n in alive],
-              "store_mb": [n["Resources"].get("object_store_memory", 0) / 2**20 for n in alive]}
+              "store_mb": [n["Resources"].get("object_store_memory", 0) / 2**20 for n in alive],
+              "from_setup": os.environ.get("JF_FROM_SETUP")}
     with open(os.path.join(os.environ["JUDGEFLOW_STAGE_DIR"], "result.json"), "w") as fh:
         json.dump(result, fh)
     print("driver placed work on", result["ranks"], flush=True)
@@ -45,10 +46,10 @@ DRIVER = textwrap.dedent(
 )
 
 
-def _cluster(nodes: int) -> ClusterConfig:
+def _cluster(nodes: int, setup: tuple[str, ...] = ()) -> ClusterConfig:
     return ClusterConfig(
         backend="slurm", partition="debug", nodes=nodes, gpus_per_node=0, timeout_min=10,
-        ray_num_cpus=1, ray_object_store_mb=80, poll_s=1.0,
+        ray_num_cpus=1, ray_object_store_mb=80, poll_s=1.0, setup=list(setup),
     )  # fmt: skip
 
 
@@ -65,10 +66,12 @@ def test_two_node_job_brings_up_ray_on_both_and_runs_work_on_each(
     script.write_text(DRIVER)
     spec = JobSpec(name="ray2", command=[sys.executable, str(script)], workdir=str(workdir),
                      ray_num_cpus=1, ray_object_store_mb=80)  # fmt: skip
-    handle = submit(spec, _cluster(nodes=2))
+    # What cluster.setup exports (a venv, `module load`, OMP_NUM_THREADS) reaches the driver
+    handle = submit(spec, _cluster(nodes=2, setup=("export JF_FROM_SETUP=exported",)))
     lines: list[str] = []
     result = watch(handle, on_log=lines.append, poll_s=1.0)
 
+    assert result["from_setup"] == "exported"
     assert result["alive"] == 2
     # cluster.ray_num_cpus / ray_object_store_mb reach `ray start` on every node.
     assert result["cpus"] == [1.0, 1.0]

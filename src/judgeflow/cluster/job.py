@@ -117,7 +117,9 @@ class JobRunner(submitit.helpers.Checkpointable):
             code = run_in_ray_cluster(
                 alloc,
                 spec.command,
-                env=env,
+                # the job's own environment (cluster.setup's exports, OMP_NUM_THREADS, the
+                # scheduler's variables) under the stage's, as a plain command gets it
+                env={**os.environ, **env},
                 ready_timeout_s=spec.ready_timeout_s,
                 num_gpus=spec.gpus_per_node,
                 num_cpus=spec.ray_num_cpus,  # cluster.ray_num_cpus / ray_object_store_mb /
