@@ -223,11 +223,12 @@ def seeds(
 #: the hacking gate clear and the policy champion.
 MIN_JUDGED_GAIN = 0.10
 _PAID_BY = re.compile(r"paid by +: (\S+)")
+_PANEL = re.compile(r"judge panel +: (.+?) \(each rollout")
 _GATE = re.compile(r"hacking gate +: (clear|suspected)")
 _CHAMPION = re.compile(
     r"registered +: rlvr-judged-policy v\d+ (promoted|first version|already champion)"
 )
-_TRAINED_FIRST = re.compile(r"has no version at \S+ yet: training it first")
+_TRAINED_FIRST = re.compile(r"has no champion yet: training it first")
 _EXAMPLES = 6
 
 
@@ -253,20 +254,26 @@ def _held_out(sample: str) -> list[dict[str, Any]]:
 
 
 def _judge_on_held_out(
-    home: Path, judge_ref: str, rows: dict[str, list[dict[str, Any]]]
+    home: Path, judge_refs: Sequence[str], rows: dict[str, list[dict[str, Any]]]
 ) -> dict[str, Any]:
-    """The paying judge's own view of the held-out answers (it never paid them: the verifiers
-    measure those rows): what it would pay the start's and the trained policy's answers, and how
-    often its verdict (a score of 2 or more: pays) agrees with the verifiers'."""
+    """The paying judges' own view of the held-out answers (they never paid them: the verifiers
+    measure those rows): what they would pay the start's and the trained policy's answers (a
+    panel: the lowest of its judges' scores, as it pays), and how often that verdict (a score of
+    2 or more: pays) agrees with the verifiers'; each judge of a panel alone beside it."""
     from judgeflow.dev.verified_judge_data import judge_query
-    from judgeflow.inference.judge_reward import JudgedItem, LocalJudge, judge_scores
+    from judgeflow.inference.judge_reward import JudgedItem, LocalJudge, judge_scores, panel_scores
     from judgeflow.registry.models import ModelRegistry
     from judgeflow.registry.paying_judge import _recorded_max_new_tokens
     from judgeflow.rewards.rlvr.verifiers import remove_thinking_section
 
-    version = ModelRegistry(f"sqlite:///{home / 'mlflow.db'}").resolve(judge_ref)
-    tokens = _recorded_max_new_tokens(version.run_id, f"sqlite:///{home / 'mlflow.db'}") or 32
-    judge = LocalJudge(version.model_uri, "pointwise", max_new_tokens=tokens, batch_size=32)
+    tracking = f"sqlite:///{home / 'mlflow.db'}"
+    judges = {}
+    for ref in judge_refs:
+        version = ModelRegistry(tracking).resolve(ref)
+        tokens = _recorded_max_new_tokens(version.run_id, tracking) or 32
+        judges[ref] = LocalJudge(
+            version.model_uri, "pointwise", max_new_tokens=tokens, batch_size=32
+        )
     questions = _held_out("rlvr/tinyrlvr_val.jsonl")
     out: dict[str, Any] = {}
     for label, answered in rows.items():
@@ -275,13 +282,23 @@ def _judge_on_held_out(
                        remove_thinking_section(r["completion"]), "", str(r["index"]))
             for r in answered
         ]  # fmt: skip
-        scores = judge_scores(judge, items).scores
-        paid = [s if s is not None else 0.0 for s in scores]
         right = [float(r.get("verifiable_reward", 0.0)) > 0 for r in answered]
-        agree = [(s is not None and s >= 0.5) == ok for s, ok in zip(scores, right, strict=True)]
-        out[label] = {"judge_paid_mean": sum(paid) / len(paid),
-                      "agreement_with_verifiers": sum(agree) / len(agree),
-                      "judge_format_failures": scores.count(None)}  # fmt: skip
+        found = {ref: judge_scores(judge, items) for ref, judge in judges.items()}
+        views = {"panel": panel_scores(list(found.values())).scores}
+        views |= {ref: each.scores for ref, each in found.items()}
+        out[label] = {}
+        for name, scores in views.items():
+            paid = [s if s is not None else 0.0 for s in scores]
+            agree = [
+                (s is not None and s >= 0.5) == ok for s, ok in zip(scores, right, strict=True)
+            ]
+            view = {"judge_paid_mean": sum(paid) / len(paid),
+                    "agreement_with_verifiers": sum(agree) / len(agree),
+                    "judge_format_failures": scores.count(None)}  # fmt: skip
+            if name == "panel":
+                out[label].update(view)
+            elif len(judges) > 1:
+                out[label].setdefault("judges", {})[name] = view
     return out
 
 
@@ -290,13 +307,15 @@ def _judged_run(home: Path, sets: Sequence[str], profile: str = "tiny") -> dict[
     output, metrics = run_tiny(home, "rlvr-judged", sets, profile=profile)
     run_id = _RUN_ID.search(output).group(1)  # type: ignore[union-attr]  # run_tiny checked it
     paid_by = _PAID_BY.search(output)
+    panel = _PANEL.search(output)
     gate = _GATE.search(output)
     sft, after = _figures(metrics, "sft"), _figures(metrics, "after")
     rows = {label: _predictions(home, run_id, label) for label in ("sft", "after")}
     verified = profile == "tiny"
     if verified:  # held-out rows with verifiers: the judge's view is computed beside them
         primary = "verifiable_correct_rate"
-        judged = _judge_on_held_out(home, paid_by.group(1), rows) if paid_by else {}
+        refs = [paid_by.group(1), *(panel.group(1).split(", ") if panel else [])]
+        judged = _judge_on_held_out(home, refs, rows) if paid_by else {}
         questions = _held_out("rlvr/tinyrlvr_val.jsonl")
     else:  # the judge's own questions: it paid the held-out rows, reference_f1 beside it
         primary = "reference_f1"
@@ -312,6 +331,7 @@ def _judged_run(home: Path, sets: Sequence[str], profile: str = "tiny") -> dict[
         "overrides": list(sets),
         "trained_the_judge_first": bool(_TRAINED_FIRST.search(output)),
         "paid_by": paid_by.group(1) if paid_by else None,
+        "judge_panel": panel.group(1).split(", ") if panel else [],
         "sft": sft,
         "after": after,
         "primary": primary,

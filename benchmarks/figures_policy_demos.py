@@ -79,8 +79,9 @@ def judged_seeds_table(source: Path) -> str:
         hackable = run is results["hackable"]
         label = f"{run['seed']}, tiny-hackable¹" if hackable else str(run["seed"])
         agree = [view[label].get("agreement_with_verifiers") for label in ("sft", "after")]
+        paid_by = " and ".join(f"`{ref}`" for ref in [run["paid_by"], *run.get("judge_panel", [])])
         lines.append(
-            f"| {label} | `{run['paid_by']}` | {primary} {sft[primary]:.3f} → "
+            f"| {label} | {paid_by} | {primary} {sft[primary]:.3f} → "
             f"{after[primary]:.3f} | {run['gain']:+.3f} | "
             f"{view['sft']['judge_paid_mean']:.3f} → {view['after']['judge_paid_mean']:.3f} | "
             f"{'–' if None in agree else f'{agree[0]:.0%} → {agree[1]:.0%}'} | "

@@ -1,6 +1,7 @@
 """rlvr-judged: a policy trained with GRPO, paid by a judge judgeflow trained.
 
-[train the judge, when it has no champion and the recipe says how] → pin the judge → download
+[train the judge (and its panel's), when it has no champion and the recipe says how]
+→ pin the judge → download
 → prepare → check the judge's training questions → evaluate (before)
 → [SFT → evaluate (sft)] → train (GRPO, paid by the judge and the verifiers) → evaluate (after)
 → the hacking gate → register (no champion when the gate suspects the policy) → log
@@ -28,7 +29,7 @@ from flows.judge_grpo import judge_grpo
 from flows.pipeline_run import PipelineRun, finish_grpo, fit_steps, prepare_steps, register_steps
 from judgeflow.config import load_config
 from judgeflow.evaluation.hacking import hacking_gate
-from judgeflow.registry.judge_first import judge_to_train, judge_trained
+from judgeflow.registry.judge_first import judge_trained, judges_to_train
 from judgeflow.registry.paying_judge import pin_judge
 from judgeflow.retries import retried
 from judgeflow.stages import records
@@ -54,10 +55,10 @@ def rlvr_judged(
             f"recipe {recipe!r} is not judge-paid (mode={cfg.mode}, no reward.judge): "
             "the rlvr-judged flow trains a policy a judge pays; run it with the rlvr flow"
         )
-    # A judge with no champion yet, whose recipe the policy's names, is trained first
-    if (first := retried(lambda: judge_to_train(cfg), "look up the paying judge")) is not None:
-        logger.info("%s has no version at %s yet: training it first (%s)",
-                    first.name, cfg.reward.judge, first.command)  # fmt: skip
+    # A judge with no champion yet, whose recipe the policy's names, is trained first (each of
+    # a panel's judges too, apart)
+    for first in retried(lambda: judges_to_train(cfg), "look up the paying judges"):
+        logger.info("%s has no champion yet: training it first (%s)", first.name, first.command)
         judge_trained(
             first, judge_grpo(recipe=first.recipe, profile=first.profile, overrides=first.overrides)
         )

@@ -241,6 +241,7 @@ SPECIAL = {  # a valid changed value where the generic rule would not give one
     "cluster.nodes": 2,
     "tracking.tracking_uri": "http://mlflow.example:5000",
     "reward.judge_datasets": ["judge"],
+    "reward.judge_panel": ["/models/second-judge"],
 }
 #: A judge-paid policy whose judge needs no registry (a store URI), for the `reward.*` keys.
 PAID_BY_A_JUDGE = ["reward.judge=/models/judge", "reward.judge_mode=pointwise",

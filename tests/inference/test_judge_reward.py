@@ -87,6 +87,34 @@ def test_a_pointwise_judge_pays_its_score_over_four_and_never_a_malformed_reply(
     assert out[4]["reference_f1"] == pytest.approx(2 * (2 / 3) * (2 / 5) / (2 / 3 + 2 / 5))
 
 
+def test_a_panel_pays_the_lowest_of_its_judges_scores_and_counts_any_judges_failure() -> None:
+    """reward.judge_panel: a wrong answer one judge overpays is paid what the other gives it."""
+
+    class Fooled(RuleJudge):  # a blind spot: "Lyon" is as good as "Paris"; "Nice" unparsable
+        def _reply(self, text: str) -> str:
+            response = (parse_pointwise(text) or ("", ""))[1]
+            if "Nice" in response:
+                return "no verdict"
+            return super()._reply(text.replace("Lyon", "Paris"))
+
+    first, second = RuleJudge(), Fooled()
+    answers = ["Paris.", "Lyon.", "garble", "Nice.", ""]
+    extras = [{"dataset": ["judge"], "query": QUERY, "index": 0}] * len(answers)
+    out = compute_score(
+        ["judge"] * len(answers), answers, [[REFERENCE]] * len(answers), extras,
+        client=LocalJudge("unused", "pointwise", 16, batch_size=3, generator=first),
+        panel=[LocalJudge("unused", "pointwise", 16, batch_size=3, generator=second)],
+        **RULES, **JUDGE,
+    )  # fmt: skip
+    # Paris: both 4 -> 10; Lyon: 1 and (fooled) 4 -> the lower; garble: neither parses -> 0,
+    # counted; Nice: the first says 1, the second does not parse -> 0, counted; empty: 0
+    assert [r["score"] for r in out] == [10.0, 2.5, 0.0, 0.0, 0.0]
+    assert [r["judge_format_failure"] for r in out] == [0.0, 0.0, 1.0, 1.0, 0.0]
+    assert sum(len(c) for c in first.calls) == sum(len(c) for c in second.calls) == 4
+    alone = _score("pointwise", answers, Fooled())
+    assert alone[1]["score"] == 10.0  # the fooled judge alone overpays "Lyon."
+
+
 def test_a_pairwise_judge_pays_only_a_consistent_win_over_the_reference() -> None:
     judge = RuleJudge()
     out = _score("pairwise", ["Lyon.", "garble", "Paris, of course."], judge)

@@ -11,7 +11,7 @@ import pytest
 from mlflow import MlflowClient
 
 from judgeflow.config import ConfigError, load_config
-from judgeflow.registry.judge_first import judge_overrides, judge_to_train
+from judgeflow.registry.judge_first import judge_overrides, judges_to_train
 
 
 def test_the_judge_is_trained_first_only_while_it_has_no_champion(tmp_path: Path) -> None:
@@ -23,8 +23,9 @@ def test_the_judge_is_trained_first_only_while_it_has_no_champion(tmp_path: Path
         "grpo-pointwise",
         "tiny-verified",
     )
-    first = judge_to_train(cfg)
-    assert first is not None
+    trainings = judges_to_train(cfg)
+    assert len(trainings) == 1 + len(cfg.reward.judge_panel)
+    first = trainings[0]
     assert (first.name, first.recipe, first.profile) == (
         "judge-tiny-verified",
         "grpo-pointwise",
@@ -40,7 +41,10 @@ def test_the_judge_is_trained_first_only_while_it_has_no_champion(tmp_path: Path
     client.create_registered_model("judge-tiny-verified")
     version = client.create_model_version("judge-tiny-verified", str(tmp_path), run_id=None)
     client.set_registered_model_alias("judge-tiny-verified", "champion", version.version)
-    assert judge_to_train(cfg) is None  # a champion: the policy is paid by it, nothing trains
+    # a champion: the policy is paid by it, nothing trains (but the panel's judges)
+    assert [t.name for t in judges_to_train(cfg)] == [
+        ref.removeprefix("models:/").split("@")[0] for ref in cfg.reward.judge_panel
+    ]
 
 
 def test_without_a_judge_recipe_nothing_is_trained_and_pinning_says_what_to_run(
@@ -52,7 +56,7 @@ def test_without_a_judge_recipe_nothing_is_trained_and_pinning_says_what_to_run(
         overrides=[f"tracking.tracking_uri={tracking}", "reward.judge_recipe=null",
                    "reward.judge_profile=null"],
     )  # fmt: skip
-    assert judge_to_train(cfg) is None
+    assert judges_to_train(cfg) == []
 
 
 def test_a_judge_recipe_that_registers_another_model_is_refused(tmp_path: Path) -> None:
@@ -64,7 +68,7 @@ def test_a_judge_recipe_that_registers_another_model_is_refused(tmp_path: Path) 
     with pytest.raises(
         ConfigError, match="registers judge-grpo-pointwise, not judge-tiny-verified"
     ):
-        judge_to_train(cfg)
+        judges_to_train(cfg)
 
 
 @pytest.mark.parametrize(
@@ -115,7 +119,7 @@ def test_only_the_champion_alias_can_be_trained_first(tmp_path: Path) -> None:
                    "reward.judge=models:/judge-tiny-verified@production"],
     )  # fmt: skip
     with pytest.raises(ConfigError, match="moves only the champion alias"):
-        judge_to_train(cfg)
+        judges_to_train(cfg)
 
 
 def test_a_judge_kept_as_challenger_stops_the_policy_run_saying_why() -> None:
@@ -128,3 +132,30 @@ def test_a_judge_kept_as_challenger_stops_the_policy_run_saying_why() -> None:
     with pytest.raises(ConfigError, match="its run registered no version"):
         judge_trained(training, {"registry": {}})
     judge_trained(training, {"registry": {"final": {"promoted": True}}})  # champion: goes on
+
+
+def test_each_judge_of_a_panel_is_trained_apart_under_its_own_name(tmp_path: Path) -> None:
+    """A panel's judges come from the same recipe, each registered as its own model with
+    data.seed + its place, so their blind spots differ; a judge with a champion is not trained."""
+    tracking = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    cfg = load_config(
+        "rlvr-judged", profile="tiny",
+        overrides=[f"tracking.tracking_uri={tracking}",
+                   "reward.judge_panel=[models:/judge-b@champion, models:/judge-c@champion]"],
+    )  # fmt: skip
+    seed = load_config("grpo-pointwise", profile="tiny-verified").data.seed
+    trainings = judges_to_train(cfg)
+    assert [t.name for t in trainings] == ["judge-tiny-verified", "judge-b", "judge-c"]
+    for place, training in enumerate(trainings):
+        trained = load_config(
+            training.recipe, profile=training.profile, overrides=training.overrides
+        )
+        assert trained.registered_model_name == training.name
+        assert trained.data.seed == seed + place
+        assert trained.data.source == "sample://rlvr_judged/verified_judge.jsonl"
+
+    client = MlflowClient(tracking, registry_uri=tracking)
+    client.create_registered_model("judge-b")
+    version = client.create_model_version("judge-b", str(tmp_path), run_id=None)
+    client.set_registered_model_alias("judge-b", "champion", version.version)
+    assert [t.name for t in judges_to_train(cfg)] == ["judge-tiny-verified", "judge-c"]

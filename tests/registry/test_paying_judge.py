@@ -135,3 +135,81 @@ def test_a_url_that_names_no_protocol_needs_judge_api_and_judge_api_needs_a_url(
         with pytest.raises(ConfigError, match="served at reward.judge_url"):
             load_config("rlvr-judged", overrides=["reward.judge=/models/judge",
                                                   "reward.judge_mode=pointwise", key])  # fmt: skip
+
+
+def test_a_panel_is_pinned_judge_by_judge_and_reaches_the_reward_with_its_lineage(
+    tmp_path: Path,
+) -> None:
+    """reward.judge_panel: each judge resolved to its version's weights, one reply length (the
+    longest), each version in the policy's lineage; a judge of another mode is refused."""
+    from mlflow import MlflowClient
+
+    from judgeflow.registry.models import TAG_MODE, TAG_MODEL_URI
+    from judgeflow.registry.paying_judge import TAG_REWARD_JUDGE, TAG_REWARD_JUDGE_PANEL
+
+    tracking = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking, registry_uri=tracking)
+    for name, mode in (("judge-a", "pointwise"), ("judge-b", "pointwise"), ("judge-p", "pairwise")):
+        client.create_registered_model(name)
+        weights = str(tmp_path / name)
+        tags = {TAG_MODE: mode, TAG_MODEL_URI: weights}
+        version = client.create_model_version(name, weights, run_id=None, tags=tags)
+        client.set_registered_model_alias(name, "champion", version.version)
+    base = [f"tracking.tracking_uri={tracking}", "reward.judge=models:/judge-a@champion",
+            "reward.judge_recipe=null", "reward.judge_profile=null",
+            "reward.judge_max_new_tokens=12"]  # fmt: skip
+    cfg = load_config(
+        "rlvr-judged",
+        profile="tiny",
+        overrides=[*base, "reward.judge_panel=[models:/judge-b@champion]"],
+    )
+    pinned, judge = pin_judge(cfg)
+    assert judge is not None and [j.ref for j in judge.judges] == [
+        "models:/judge-a/1",
+        "models:/judge-b/1",
+    ]
+    assert pinned.reward.judge_panel == [str(tmp_path / "judge-b")]
+    kwargs = pinned.policy_reward_kwargs()
+    assert kwargs["judge_weights"] == str(tmp_path / "judge-a")
+    assert kwargs["judge_panel_weights"] == [str(tmp_path / "judge-b")]
+    assert kwargs["judge_mode"] == "pointwise" and kwargs["judge_max_new_tokens"] == 12
+    tags = judge.tags()
+    assert tags[TAG_REWARD_JUDGE] == "models:/judge-a/1"
+    assert tags[TAG_REWARD_JUDGE_PANEL] == "models:/judge-b/1"
+    assert judge.to_dict()["panel"][0]["ref"] == "models:/judge-b/1"
+
+    mixed = load_config(
+        "rlvr-judged",
+        profile="tiny",
+        overrides=[*base, "reward.judge_panel=[models:/judge-p@champion]"],
+    )
+    with pytest.raises(ConfigError, match="judge-p/1 is a pairwise judge"):
+        pin_judge(mixed)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "said"),
+    [
+        (["reward.judge_panel=[models:/judge-tiny-verified@champion]"], "names a judge twice"),
+        (["reward.judge_panel=[/models/b]"], "say which judges they are with reward.judge_mode"),
+        (
+            [
+                "reward.judge=null",
+                "reward.judge_url=http://j:5001/invocations",
+                "reward.judge_mode=pointwise",
+                "reward.judge_max_new_tokens=8",
+                "reward.judge_recipe=null",
+                "reward.judge_profile=null",
+                "reward.judge_panel=[models:/b@champion]",
+            ],
+            "pays beside reward.judge",
+        ),
+        (
+            ["reward.judge_panel=[models:/b@champion]", "cluster.backend=slurm"],
+            "judged in the training process",
+        ),
+    ],
+)
+def test_a_panel_that_cannot_pay_is_refused_with_why(overrides: list[str], said: str) -> None:
+    with pytest.raises(ConfigError, match=said):
+        load_config("rlvr-judged", profile="tiny", overrides=overrides)

@@ -242,6 +242,9 @@ def _print_summary(summary: dict, home: Path) -> None:
         out.print(
             f"paid by       : [bold]{judge['ref']}[/] ({judge['mode']} judge)", highlight=False
         )
+        if panel := judge.get("panel"):
+            refs = ", ".join(p["ref"] for p in panel)
+            out.print(f"judge panel   : {refs} (each rollout: the lowest score)", highlight=False)
     if (overlap := summary.get("judge_overlap")) and overlap["status"] != "checked":
         said = (
             f"{overlap['overlapping_rows']} of {overlap['rows']} held-out questions are ones the "

@@ -66,6 +66,8 @@ ONLY_READ_BY: dict[str, tuple[str, ...]] = {
         "evaluation.batch_size",
         # verl 0.6.1's main_ppo has no group filtering (DAPO's filter_groups is its own trainer)
         "grpo.filter_zero_std_samples",
+        # a panel of judges pays in the training process; verl (and Slurm) serve one judge
+        "reward.judge_panel",
     ),
     # the preparation of judge data (GRRM's data has its own train and test files; policy RLVR
     # rows have no judge format or labels, and split off validation as the judges do)

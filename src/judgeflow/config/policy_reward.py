@@ -67,6 +67,15 @@ class RewardConfig(Section):
         description="the judge that pays: models:/NAME@alias, models:/NAME/VERSION or the store "
         "URI of its weights (then set judge_mode); a run records the version it resolved to",
     )
+    judge_panel: list[str] = Field(
+        default_factory=list,
+        description="more judges of reward.judge's mode that pay with it: each rollout is paid "
+        "the lowest of their scores, so a wrong answer must fool every one of them (judges "
+        "trained apart have blind spots apart). Each as reward.judge is named (a registered one "
+        "is pinned to its version; with reward.judge_recipe one with no champion yet is trained "
+        "first, data.seed + its place in the panel); judged in the training process (TRL run "
+        "locally), not where a judge is served",
+    )
     judge_url: str | None = Field(
         None,
         description="an already-served judge instead: MLflow's scoring server (`mlflow models "
@@ -164,6 +173,8 @@ class RewardConfig(Section):
                 f"reward.judge={self.judge} is not a registered version: say which judge it is "
                 "with reward.judge_mode (pointwise, pairwise or grrm)"
             )
+        if self.judge_panel:
+            self._check_panel()
         if (self.judge_recipe or self.judge_profile) and "@" not in (self.judge or ""):
             raise ValueError(
                 "reward.judge_recipe / reward.judge_profile train the judge that reward.judge "
@@ -173,6 +184,24 @@ class RewardConfig(Section):
         if self.judge_profile and not self.judge_recipe:
             raise ValueError("reward.judge_profile needs reward.judge_recipe (the judge's recipe)")
         return self
+
+    def _check_panel(self) -> None:
+        if not self.judge:
+            raise ValueError(
+                "reward.judge_panel pays beside reward.judge, in the training process: set "
+                "reward.judge (a judge served at reward.judge_url cannot sit on a panel)"
+            )
+        named = [self.judge, *self.judge_panel]
+        if len(set(named)) < len(named):
+            raise ValueError(
+                f"reward.judge_panel names a judge twice ({', '.join(named)}): the same judge "
+                "again finds no blind spot the first missed"
+            )
+        if not self.judge_mode and any(not j.startswith("models:/") for j in named):
+            raise ValueError(
+                "reward.judge_panel names weights that are not a registered version: say which "
+                "judges they are with reward.judge_mode (every judge of a panel has one mode)"
+            )
 
     @property
     def paid_by_judge(self) -> bool:

@@ -99,6 +99,12 @@ with warnings.catch_warnings():
                 self._check_judge_on_verl()
             if self.serves_judge_in_allocation:
                 self._check_judge_in_allocation()
+                if self.reward.judge_panel:
+                    raise ValueError(
+                        "reward.judge_panel is judged in the training process (TRL run locally); "
+                        f"this run serves its judge (engine {self.resolved_engine}, cluster."
+                        f"backend {self.cluster.backend}), one judge: unset reward.judge_panel"
+                    )
             if self.mode == "grrm" and (self.sft.enabled or self.sft.source):
                 raise ValueError(
                     "sft.enabled / sft.source are for the judge recipes; GRRM's SFT runs on its own "
@@ -156,9 +162,9 @@ with warnings.catch_warnings():
             r = self.reward
             if not r.paid_by_judge:
                 return kwargs
-            if r.judge and r.judge.startswith("models:/"):
+            if unpinned := [j for j in [r.judge or "", *r.judge_panel] if j.startswith("models:/")]:
                 raise ConfigError(
-                    f"reward.judge={r.judge} is not resolved: a run pins it to the version's "
+                    f"reward.judge={unpinned[0]} is not resolved: a run pins it to the version's "
                     "weights first (judgeflow.registry.paying_judge.pin_judge)"
                 )
             kwargs |= {
@@ -175,7 +181,8 @@ with warnings.catch_warnings():
                 return kwargs | asked | ({"judge_model": r.judge_model} if r.judge_model else {})
             if served:  # the judge served inside the allocation is MLflow's scoring server
                 return kwargs | {"judge_api": "mlflow", **times} | dict(served)
-            return kwargs | {"judge_weights": r.judge}
+            panel = {"judge_panel_weights": list(r.judge_panel)} if r.judge_panel else {}
+            return kwargs | {"judge_weights": r.judge} | panel
 
         @property
         def serves_judge_in_allocation(self) -> bool:

@@ -69,6 +69,7 @@ __all__ = [
 #: ``compute_score``'s keywords that say which judge pays and how it is called.
 JUDGE_KEYS = (
     "judge_weights",
+    "judge_panel_weights",  # more judges (reward.judge_panel): the lowest score pays
     "judge_url",
     "judge_mode",
     "judge_datasets",
@@ -174,6 +175,23 @@ def judge_scores(client: JudgeClient, items: Sequence[JudgedItem]) -> JudgeScore
         scores[i] = score
         flipped[i] = bool(found.flipped) and found.flipped[k]
     return JudgeScores(scores, found.format_failures, found.inconsistent, flipped, found.example)
+
+
+def panel_scores(found: Sequence[JudgeScores]) -> JudgeScores:
+    """A panel's verdict on each item: the lowest of its judges' scores (a wrong answer must
+    fool every judge), None where any judge's reply did not parse, flipped where any judge's
+    pairwise verdicts changed with the order; the counts over the combined scores."""
+    first, *others = found
+    if not others:
+        return first
+    scores: list[float | None] = []
+    for each in zip(*(f.scores for f in found), strict=True):
+        scores.append(None if any(x is None for x in each) else min(each))
+    flipped = [
+        any(each) for each in zip(*(f.flipped or [False] * len(scores) for f in found), strict=True)
+    ]
+    example = next((f.example for f in found if f.example), None)
+    return JudgeScores(scores, scores.count(None), sum(flipped), flipped, example)
 
 
 def _failed_example(verdicts: Sequence[Mapping[str, Any]]) -> str | None:
@@ -300,6 +318,7 @@ def compute_score(
     extra_infos: Sequence[Mapping[str, Any] | None] | None = None,
     *,
     client: JudgeClient | None = None,
+    panel: Sequence[JudgeClient] | None = None,
     failures: FailureWindow | None = None,
     **kwargs: Any,
 ) -> list[dict[str, float]]:
@@ -307,8 +326,10 @@ def compute_score(
     the judge scored it), ``judge_reward`` (what the judge paid), ``judge_format_failure`` (its
     reply did not parse), ``judge_inconsistent`` (pairwise: its verdicts changed with the order)
     and ``reference_f1`` (the answer against the judge row's reference: open-instruct's
-    F1, an independent measure of the same rows). ``client`` stands in for the judge the
-    settings name (tests, benchmarks); ``failures`` is the window ``judge_max_failure_rate`` is
+    F1, an independent measure of the same rows). With a panel (``judge_panel_weights``)
+    every judge scores every item and the lowest score pays (:func:`panel_scores`).
+    ``client`` and ``panel`` stand in for the judges the settings name (tests, benchmarks);
+    ``failures`` is the window ``judge_max_failure_rate`` is
     checked over (default: this process's, per judge; see ``judge_failures``)."""
     n = len(solution_strs)
     given = [None] * n if extra_infos is None else list(extra_infos)  # verl: a numpy array
@@ -351,7 +372,12 @@ def compute_score(
         if items:
             if client is None:
                 client = client_for(judge_settings)
-            found = judge_scores(client, items)
+            if panel is None:
+                panel = [
+                    client_for({**judge_settings, "judge_weights": weights})
+                    for weights in judge_settings.get("judge_panel_weights") or ()
+                ]
+            found = panel_scores([judge_scores(c, items) for c in (client, *panel)])
             for i, score, odd in zip(where, found.scores, found.flipped, strict=True):
                 judged[i], flipped[i] = score, odd
         _count(found, items, judge_settings, client, failures)

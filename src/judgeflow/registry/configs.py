@@ -12,7 +12,7 @@ from pathlib import Path
 
 from judgeflow.config import ConfigError, RunConfig, load_config
 from judgeflow.registry.models import TAG_MODE, ModelRegistry
-from judgeflow.registry.paying_judge import TAG_REWARD_JUDGE, pin_judge
+from judgeflow.registry.paying_judge import TAG_REWARD_JUDGE, TAG_REWARD_JUDGE_PANEL, pin_judge
 from judgeflow.tracking import Tracker, git_commit
 
 __all__ = ["judge_tags", "resolve_config"]
@@ -56,6 +56,8 @@ def resolve_config(
         recorded = _recorded_evaluation(info.run_id, tracking_uri) if not profile else []
         if paid_by := info.tags.get(TAG_REWARD_JUDGE):  # a judge-paid policy: its own judge
             recorded.append(f"reward.judge={paid_by}")
+            panel = info.tags.get(TAG_REWARD_JUDGE_PANEL)  # and its panel's
+            recorded.append(f"reward.judge_panel=[{panel or ''}]")
     if not mode:
         raise ConfigError(f"{model}: say which judge it is with --mode pointwise|pairwise|grrm")
     recipe = recipe or {"grrm": "grrm-rlvr", "rlvr": "rlvr"}.get(mode, f"grpo-{mode}")

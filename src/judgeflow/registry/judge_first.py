@@ -1,6 +1,7 @@
-"""The paying judge trained first: a judge-paid recipe may say which judge recipe (and profile)
-trains the judge it names (`reward.judge_recipe`, `reward.judge_profile`). When that judge has no
-version at the alias it names yet, the policy's flow runs the judge's pipeline before its own,
+"""The paying judges trained first: a judge-paid recipe may say which judge recipe (and profile)
+trains the judge it names (`reward.judge_recipe`, `reward.judge_profile`), and its panel's
+(`reward.judge_panel`). When a judge has no version at the alias it names yet, the policy's
+flow runs the judge's pipeline before its own,
 so one command goes from nothing to a judge and a policy paid by it, with the lineage from the
 policy to the judge version to the judge's data (`judgeflow.registry.paying_judge`).
 """
@@ -14,7 +15,7 @@ from judgeflow.config import ConfigError, RunConfig, load_config
 from judgeflow.config.redaction import strip_credentials
 from judgeflow.registry.models import CHAMPION
 
-__all__ = ["JudgeTraining", "judge_overrides", "judge_to_train", "judge_trained"]
+__all__ = ["JudgeTraining", "judge_overrides", "judge_trained", "judges_to_train"]
 
 
 @dataclass(frozen=True)
@@ -34,36 +35,46 @@ class JudgeTraining:
         )
 
 
-def judge_to_train(cfg: RunConfig) -> JudgeTraining | None:
-    """The judge run `cfg` needs first: when `reward.judge_recipe` is set, `reward.judge` is
-    `models:/NAME@ALIAS` and NAME has no version at ALIAS. The judge trains with the policy's
-    tracking server and store (`judge_overrides`); its recipe must register NAME (a
-    `ConfigError` otherwise)."""
+def judges_to_train(cfg: RunConfig) -> list[JudgeTraining]:
+    """The judge runs `cfg` needs first, in order: when `reward.judge_recipe` is set, each of
+    `reward.judge` and `reward.judge_panel` that is `models:/NAME@ALIAS` with no version at
+    ALIAS. The judges train with the policy's tracking server and store (`judge_overrides`);
+    `reward.judge`'s recipe must register NAME (a `ConfigError` otherwise), and the k-th judge
+    of the panel is the same recipe registered as its own NAME, with `data.seed` + k, so that
+    the panel's judges are trained apart."""
     r = cfg.reward
-    if not r.judge_recipe or not r.judge or not r.judge.startswith("models:/"):
-        return None
-    name, _, alias = r.judge.removeprefix("models:/").partition("@")
-    if not alias:  # a fixed version: nothing to train
-        return None
-    if alias != CHAMPION:
-        raise ConfigError(
-            f"reward.judge={r.judge} with reward.judge_recipe: a judge's pipeline moves only "
-            f"the {CHAMPION} alias, so {alias!r} would stay unset after training; name "
-            f"models:/{name}@{CHAMPION}, or set reward.judge_recipe=null"
-        )
-    if _has_alias(cfg, name, alias):
-        return None
-    overrides = judge_overrides(cfg)
-    trains = load_config(r.judge_recipe, profile=r.judge_profile, overrides=overrides)
-    if trains.registered_model_name != name or not trains.register.enabled:
-        registers = trains.registered_model_name if trains.register.enabled else "nothing"
-        raise ConfigError(
-            f"reward.judge_recipe={r.judge_recipe} (profile {r.judge_profile}) registers "
-            f"{registers}, not {name} that reward.judge={r.judge} names: set "
-            "register.model_name (and register.enabled) in the judge's recipe, or name its "
-            "model in reward.judge"
-        )
-    return JudgeTraining(name, r.judge_recipe, r.judge_profile, overrides)
+    if not r.judge_recipe or not r.judge:
+        return []
+    first: list[JudgeTraining] = []
+    for place, ref in enumerate([r.judge, *r.judge_panel]):
+        if not ref.startswith("models:/"):
+            continue
+        name, _, alias = ref.removeprefix("models:/").partition("@")
+        if not alias:  # a fixed version: nothing to train
+            continue
+        if alias != CHAMPION:
+            raise ConfigError(
+                f"{ref} with reward.judge_recipe: a judge's pipeline moves only the "
+                f"{CHAMPION} alias, so {alias!r} would stay unset after training; name "
+                f"models:/{name}@{CHAMPION}, or set reward.judge_recipe=null"
+            )
+        if _has_alias(cfg, name, alias):
+            continue
+        overrides = judge_overrides(cfg)
+        if place:  # a panel judge: the same recipe, trained apart, under its own name
+            seed = load_config(r.judge_recipe, profile=r.judge_profile, overrides=overrides)
+            overrides += [f"register.model_name={name}", f"data.seed={seed.data.seed + place}"]
+        trains = load_config(r.judge_recipe, profile=r.judge_profile, overrides=overrides)
+        if trains.registered_model_name != name or not trains.register.enabled:
+            registers = trains.registered_model_name if trains.register.enabled else "nothing"
+            raise ConfigError(
+                f"reward.judge_recipe={r.judge_recipe} (profile {r.judge_profile}) registers "
+                f"{registers}, not {name} that reward.judge={ref} names: set "
+                "register.model_name (and register.enabled) in the judge's recipe, or name its "
+                "model in reward.judge"
+            )
+        first.append(JudgeTraining(name, r.judge_recipe, r.judge_profile, overrides))
+    return first
 
 
 def judge_trained(training: JudgeTraining, summary: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ there (`inference.served_judge_client.served_model`), and the run is pinned to t
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from judgeflow.config import ConfigError, RunConfig
@@ -19,6 +19,7 @@ from judgeflow.modes import JUDGE_MODELS
 
 __all__ = [
     "TAG_REWARD_JUDGE",
+    "TAG_REWARD_JUDGE_PANEL",
     "PayingJudge",
     "paying_judge",
     "pin_judge",
@@ -31,6 +32,10 @@ TAG_REWARD_JUDGE_DATA = "judgeflow.reward.judge_data_hash"
 TAG_REWARD_JUDGE_MODE = "judgeflow.reward.judge_mode"
 #: What answered at a served judge's URL: the OpenAI model, the weights an MLflow judge serves.
 TAG_REWARD_JUDGE_MODEL = "judgeflow.reward.judge_model"
+#: `reward.judge_panel`'s judges (comma-separated, in order): versions, their runs, their data.
+TAG_REWARD_JUDGE_PANEL = "judgeflow.reward.judge_panel"
+TAG_REWARD_JUDGE_PANEL_RUNS = "judgeflow.reward.judge_panel_run_ids"
+TAG_REWARD_JUDGE_PANEL_DATA = "judgeflow.reward.judge_panel_data_hashes"
 #: What that tag says of an MLflow model that does not say what it serves.
 UNKNOWN_MODEL = "unknown: the server does not say"
 
@@ -48,6 +53,12 @@ class PayingJudge:
     run_id: str | None = None
     data_hash: str | None = None
     served_model: str | None = None  # what answers at `url` (None: the server does not say)
+    panel: tuple[PayingJudge, ...] = ()  # `reward.judge_panel`'s judges, resolved
+
+    @property
+    def judges(self) -> tuple[PayingJudge, ...]:
+        """This judge and its panel's: every judge that pays."""
+        return (self, *self.panel)
 
     def tags(self) -> dict[str, str]:
         """The lineage a policy's MLflow run and registered version carry."""
@@ -60,6 +71,14 @@ class PayingJudge:
             tags[TAG_REWARD_JUDGE_DATA] = self.data_hash
         if self.url:
             tags[TAG_REWARD_JUDGE_MODEL] = strip_credentials(self.served_model or UNKNOWN_MODEL)
+        if self.panel:  # each panel judge's version, run and data, in the panel's order
+            for key, values in (
+                (TAG_REWARD_JUDGE_PANEL, [strip_credentials(p.ref) for p in self.panel]),
+                (TAG_REWARD_JUDGE_PANEL_RUNS, [p.run_id or "" for p in self.panel]),
+                (TAG_REWARD_JUDGE_PANEL_DATA, [p.data_hash or "" for p in self.panel]),
+            ):
+                if any(values):
+                    tags[key] = ", ".join(values)
         return tags
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,6 +86,7 @@ class PayingJudge:
         from judgeflow.config.redaction import strip_credentials
 
         out = asdict(self)
+        out["panel"] = [p.to_dict() for p in self.panel]
         for key in ("ref", "url", "weights", "served_model"):
             if out[key]:
                 out[key] = strip_credentials(out[key])
@@ -120,21 +140,34 @@ def paying_judge(cfg: RunConfig) -> PayingJudge | None:
         )
     if not r.judge:
         return None
-    if not r.judge.startswith("models:/"):
+    judge = _judge(cfg, r.judge)
+    panel = tuple(_judge(cfg, ref, key="reward.judge_panel") for ref in r.judge_panel)
+    if odd := [p for p in panel if p.mode != judge.mode]:
+        raise ConfigError(
+            f"reward.judge_panel: {odd[0].ref} is a {odd[0].mode} judge and {judge.ref} a "
+            f"{judge.mode} one: a panel's judges score alike, so they have one mode"
+        )
+    return replace(judge, panel=panel) if panel else judge
+
+
+def _judge(cfg: RunConfig, ref: str, key: str = "reward.judge") -> PayingJudge:
+    """The judge at `ref` (`models:/…`, resolved in the registry, or a store URI)."""
+    r = cfg.reward
+    if not ref.startswith("models:/"):
         if not r.judge_max_new_tokens:
             raise ConfigError(
-                f"reward.judge={r.judge} is not a registered version: set "
+                f"{key}={ref} is not a registered version: set "
                 "reward.judge_max_new_tokens (how long the judge's replies are)"
             )
         assert r.judge_mode  # the schema's check
-        return PayingJudge(r.judge, r.judge_mode, r.judge_max_new_tokens, weights=r.judge)
+        return PayingJudge(ref, r.judge_mode, r.judge_max_new_tokens, weights=ref)
 
     from judgeflow.registry.models import TAG_MODE, ModelRegistry, RegistryError
 
     try:
-        info = ModelRegistry(cfg.tracking.tracking_uri).resolve(r.judge)
+        info = ModelRegistry(cfg.tracking.tracking_uri).resolve(ref)
     except RegistryError as exc:
-        name = r.judge.removeprefix("models:/").split("@")[0].split("/")[0]
+        name = ref.removeprefix("models:/").split("@")[0].split("/")[0]
         recipe = {"judge-grpo-pointwise": "grpo-pointwise", "judge-grpo-pairwise": "grpo-pairwise"}
         run = recipe.get(name)
         how = (
@@ -143,13 +176,13 @@ def paying_judge(cfg: RunConfig) -> PayingJudge | None:
             else "the pipeline that trains it"
         )
         raise ConfigError(
-            f"reward.judge={r.judge}: no such judge version ({exc}). Train and register the "
+            f"{key}={ref}: no such judge version ({exc}). Train and register the "
             f"judge first with {how}, or name another with --set reward.judge=models:/NAME/VERSION"
         ) from None
     mode = info.tags.get(TAG_MODE, "")
     if mode not in JUDGE_MODELS:
         raise ConfigError(
-            f"reward.judge={r.judge} is {info.ref}, a model of mode {mode or 'unknown'}: a policy "
+            f"{key}={ref} is {info.ref}, a model of mode {mode or 'unknown'}: a policy "
             "is paid by a judge (pointwise, pairwise or grrm)"
         )
     if r.judge_mode and r.judge_mode != mode:
@@ -175,8 +208,8 @@ def paying_judge(cfg: RunConfig) -> PayingJudge | None:
 
 
 def pin_judge(cfg: RunConfig) -> tuple[RunConfig, PayingJudge | None]:
-    """`cfg` with `reward.judge` pinned to the weights of the version it resolves to (and its
-    mode and reply length written out), or a served judge's `reward.judge_model` to the model
+    """`cfg` with `reward.judge` (and `reward.judge_panel`'s) pinned to the weights of the
+    version it resolves to (and its mode and reply length written out), or a served judge's `reward.judge_model` to the model
     that answers at its URL (when the server says), and that judge (whose `ref` names the
     version, for the lineage); `cfg` itself when no judge pays. Every stage then reads the judge
     from `cfg` alone (`RunConfig.policy_reward_kwargs`), and the cache keys change with it."""
@@ -189,8 +222,10 @@ def pin_judge(cfg: RunConfig) -> tuple[RunConfig, PayingJudge | None]:
     else:
         update = {
             "judge": judge.weights,
+            "judge_panel": [p.weights for p in judge.panel],
             "judge_mode": judge.mode,
-            "judge_max_new_tokens": judge.max_new_tokens,
+            # a panel's judges are asked alike: the longest reply any of them gives
+            "judge_max_new_tokens": max(j.max_new_tokens for j in judge.judges),
             # a fixed judge: nothing is left to train first (`registry.judge_first`)
             "judge_recipe": None,
             "judge_profile": None,
