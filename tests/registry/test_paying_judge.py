@@ -213,3 +213,24 @@ def test_a_panel_is_pinned_judge_by_judge_and_reaches_the_reward_with_its_lineag
 def test_a_panel_that_cannot_pay_is_refused_with_why(overrides: list[str], said: str) -> None:
     with pytest.raises(ConfigError, match=said):
         load_config("rlvr-judged", profile="tiny", overrides=overrides)
+
+
+def test_a_judge_lists_the_policies_it_paid_alone_or_on_a_panel(tmp_path: Path) -> None:
+    """`judgeflow models NAME` shows a judge version's paid policies: by the policies' lineage
+    tags, the judge's own and a panel's."""
+    from mlflow import MlflowClient
+
+    from judgeflow.cli.models import _policies_paid
+    from judgeflow.registry.models import TAG_MANAGED, ModelRegistry
+    from judgeflow.registry.paying_judge import TAG_REWARD_JUDGE, TAG_REWARD_JUDGE_PANEL
+
+    tracking = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking, registry_uri=tracking)
+    client.create_registered_model("policy", tags={TAG_MANAGED: "true"})
+    for tags in (
+        {TAG_REWARD_JUDGE: "models:/judge-a/1"},
+        {TAG_REWARD_JUDGE: "models:/judge-a/2", TAG_REWARD_JUDGE_PANEL: "models:/judge-b/1"},
+    ):
+        client.create_model_version("policy", str(tmp_path), run_id=None, tags=tags)
+    paid = _policies_paid(ModelRegistry(tracking))
+    assert paid == {"judge-a/1": ["policy/1"], "judge-a/2": ["policy/2"], "judge-b/1": ["policy/2"]}

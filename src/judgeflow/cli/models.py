@@ -22,7 +22,7 @@ from judgeflow.cli.common import (
 from judgeflow.config import list_recipes, load_config
 from judgeflow.config.hints import config_override
 from judgeflow.modes import MODES
-from judgeflow.registry.paying_judge import TAG_REWARD_JUDGE
+from judgeflow.registry.paying_judge import TAG_REWARD_JUDGE, TAG_REWARD_JUDGE_PANEL
 
 #: The command line's choices, made from `judgeflow.modes` (typer needs an Enum).
 ModeChoice = StrEnum("ModeChoice", {m: m for m in MODES})  # type: ignore[misc]
@@ -209,11 +209,13 @@ def _print_model_card(version: Any, uri: str) -> None:
 
 def _policies_paid(registry: Any) -> dict[str, list[str]]:
     """Judge version (`NAME/VERSION`) -> the policy versions it paid (their
-    `judgeflow.reward.judge` tag), across every registered model."""
+    `judgeflow.reward.judge` tag, or `judgeflow.reward.judge_panel`'s list), across every
+    registered model."""
     paid: dict[str, list[str]] = {}
     for name in registry.names():
         for v in registry.versions(name):
-            if judge := v.tags.get(TAG_REWARD_JUDGE):
+            panel = v.tags.get(TAG_REWARD_JUDGE_PANEL, "").split(", ")
+            for judge in filter(None, [v.tags.get(TAG_REWARD_JUDGE), *panel]):
                 paid.setdefault(judge.removeprefix("models:/"), []).append(v.ref)
     return {judge: sorted(policies) for judge, policies in paid.items()}
 
