@@ -98,7 +98,7 @@ def judged_seeds_table(source: Path) -> str:
         f"{met} of {len(results['runs'])} runs meet the bar (held-out verifiable_correct_rate "
         f"at least {bar['min_verifiable_correct_gain']} above the SFT start, format failures at "
         f"most {bar['max_format_failure_rate']}, {bar['judge_paid']}, the gate {bar['gate']}). "
-        f"The first run trained the judge first: "
+        f"The first run trained its judge{'s' if first.get('judge_panel') else ''} first: "
         f"{'yes' if first['trained_the_judge_first'] else '**no**'}; it took "
         f"{minutes(first['seconds'])}, the others {minutes(min(seconds[1:] or seconds))} to "
         f"{minutes(max(seconds[1:] or seconds))}. ¹ `make demo`'s answer/non-answer judge "

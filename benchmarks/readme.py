@@ -104,6 +104,9 @@ REGIONS: dict[str, Region] = {
     "rlvr-rules": Region("benchmarks/results/demo-rules-rlvr.json", rlvr_rules_table),
     "judged-seeds": Region("benchmarks/results/demo-seeds-judged.json", judged_seeds_table),
     "judged-examples": Region("benchmarks/results/demo-seeds-judged.json", judged_examples),
+    "judged-panel-seeds": Region(
+        "benchmarks/results/demo-seeds-judged-panel.json", judged_seeds_table
+    ),
     "judge-throughput": Region("benchmarks/results/judge-reward.json", judge_throughput_table),
     "tiny-model-parameters": Region(
         "benchmarks/results/demo-tables.json", tables_meta("tiny_model_parameters", "{:,}")
