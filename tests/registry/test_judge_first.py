@@ -10,8 +10,24 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from judgeflow.config import ConfigError, load_config
+from judgeflow.config import ConfigError, RunConfig, load_config
 from judgeflow.registry.judge_first import judge_overrides, judges_to_train
+
+
+def _policy(tmp_path: Path, *overrides: str) -> tuple[str, RunConfig]:
+    """The tiny judge-paid policy's config, on a registry of its own; and that registry."""
+    tracking = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    cfg = load_config(
+        "rlvr-judged", profile="tiny", overrides=[f"tracking.tracking_uri={tracking}", *overrides]
+    )
+    return tracking, cfg
+
+
+def _make_champion(tracking: str, name: str, weights: Path) -> None:
+    client = MlflowClient(tracking, registry_uri=tracking)
+    client.create_registered_model(name)
+    version = client.create_model_version(name, str(weights), run_id=None)
+    client.set_registered_model_alias(name, "champion", version.version)
 
 
 def test_the_judge_is_trained_first_only_while_it_has_no_champion(tmp_path: Path) -> None:
@@ -37,10 +53,7 @@ def test_the_judge_is_trained_first_only_while_it_has_no_champion(tmp_path: Path
     assert trained.registered_model_name == "judge-tiny-verified"
     assert trained.data.source == "sample://rlvr_judged/verified_judge.jsonl"
 
-    client = MlflowClient(tracking, registry_uri=tracking)
-    client.create_registered_model("judge-tiny-verified")
-    version = client.create_model_version("judge-tiny-verified", str(tmp_path), run_id=None)
-    client.set_registered_model_alias("judge-tiny-verified", "champion", version.version)
+    _make_champion(tracking, "judge-tiny-verified", tmp_path)
     # a champion: the policy is paid by it, nothing trains (but the panel's judges)
     assert [t.name for t in judges_to_train(cfg)] == [
         ref.removeprefix("models:/").split("@")[0] for ref in cfg.reward.judge_panel
@@ -112,12 +125,7 @@ def test_the_judges_run_gets_the_tracking_server_without_its_credentials() -> No
 
 def test_only_the_champion_alias_can_be_trained_first(tmp_path: Path) -> None:
     """A judge's pipeline moves only `champion`: another alias would stay unset after it."""
-    tracking = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    cfg = load_config(
-        "rlvr-judged", profile="tiny",
-        overrides=[f"tracking.tracking_uri={tracking}",
-                   "reward.judge=models:/judge-tiny-verified@production"],
-    )  # fmt: skip
+    _, cfg = _policy(tmp_path, "reward.judge=models:/judge-tiny-verified@production")
     with pytest.raises(ConfigError, match="moves only the champion alias"):
         judges_to_train(cfg)
 
@@ -137,12 +145,9 @@ def test_a_judge_kept_as_challenger_stops_the_policy_run_saying_why() -> None:
 def test_each_judge_of_a_panel_is_trained_apart_under_its_own_name(tmp_path: Path) -> None:
     """A panel's judges come from the same recipe, each registered as its own model with
     data.seed + its place, so their blind spots differ; a judge with a champion is not trained."""
-    tracking = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    cfg = load_config(
-        "rlvr-judged", profile="tiny",
-        overrides=[f"tracking.tracking_uri={tracking}",
-                   "reward.judge_panel=[models:/judge-b@champion, models:/judge-c@champion]"],
-    )  # fmt: skip
+    tracking, cfg = _policy(
+        tmp_path, "reward.judge_panel=[models:/judge-b@champion, models:/judge-c@champion]"
+    )
     seed = load_config("grpo-pointwise", profile="tiny-verified").data.seed
     trainings = judges_to_train(cfg)
     assert [t.name for t in trainings] == ["judge-tiny-verified", "judge-b", "judge-c"]
@@ -154,8 +159,5 @@ def test_each_judge_of_a_panel_is_trained_apart_under_its_own_name(tmp_path: Pat
         assert trained.data.seed == seed + place
         assert trained.data.source == "sample://rlvr_judged/verified_judge.jsonl"
 
-    client = MlflowClient(tracking, registry_uri=tracking)
-    client.create_registered_model("judge-b")
-    version = client.create_model_version("judge-b", str(tmp_path), run_id=None)
-    client.set_registered_model_alias("judge-b", "champion", version.version)
+    _make_champion(tracking, "judge-b", tmp_path)
     assert [t.name for t in judges_to_train(cfg)] == ["judge-tiny-verified", "judge-c"]

@@ -45,6 +45,7 @@ def judges_to_train(cfg: RunConfig) -> list[JudgeTraining]:
     r = cfg.reward
     if not r.judge_recipe or not r.judge:
         return []
+    shared = judge_overrides(cfg)
     first: list[JudgeTraining] = []
     for place, ref in enumerate([r.judge, *r.judge_panel]):
         if not ref.startswith("models:/"):
@@ -60,7 +61,7 @@ def judges_to_train(cfg: RunConfig) -> list[JudgeTraining]:
             )
         if _has_alias(cfg, name, alias):
             continue
-        overrides = judge_overrides(cfg)
+        overrides = list(shared)
         if place:  # a panel judge: the same recipe, trained apart, under its own name
             seed = load_config(r.judge_recipe, profile=r.judge_profile, overrides=overrides)
             overrides += [f"register.model_name={name}", f"data.seed={seed.data.seed + place}"]

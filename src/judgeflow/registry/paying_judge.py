@@ -209,9 +209,9 @@ def _judge(cfg: RunConfig, ref: str, key: str = "reward.judge") -> PayingJudge:
 
 def pin_judge(cfg: RunConfig) -> tuple[RunConfig, PayingJudge | None]:
     """`cfg` with `reward.judge` (and `reward.judge_panel`'s) pinned to the weights of the
-    version it resolves to (and its mode and reply length written out), or a served judge's `reward.judge_model` to the model
-    that answers at its URL (when the server says), and that judge (whose `ref` names the
-    version, for the lineage); `cfg` itself when no judge pays. Every stage then reads the judge
+    version it resolves to (and its mode and reply length written out), or a served judge's
+    `reward.judge_model` to the model that answers at its URL (when the server says), and that
+    judge (whose `ref` names the version, for the lineage); `cfg` itself when no judge pays. Every stage then reads the judge
     from `cfg` alone (`RunConfig.policy_reward_kwargs`), and the cache keys change with it."""
     judge = paying_judge(cfg)
     if judge is None:
