@@ -28,7 +28,7 @@ from typing import Any
 import fsspec
 
 from judgeflow.config.redaction import has_url_credentials, strip_credentials
-from judgeflow.data.io import atomic_write_text, atomic_writer, sha256_file
+from judgeflow.data.io import atomic_write_text, atomic_writer, is_url, sha256_file
 
 DATA_SUFFIXES = (".parquet", ".jsonl", ".json")
 SAMPLES_DIR = Path(__file__).parent / "samples"
@@ -318,3 +318,16 @@ class ArtifactStore:
         if not (local / ".verified").exists():
             _download_verified(fs, base, json.loads(raw)["files"], local)
         return local / rel if rel else local
+
+
+def local_weights(model_uri: str, storage_root: str | None = None) -> str:
+    """A local directory with the weights: `model_uri` itself, or a remote store's verified copy.
+    Here, not beside the MLflow model, so that a judge loads where MLflow is not installed."""
+    if is_url(model_uri):
+        return str(ArtifactStore(storage_root or model_uri).fetch(model_uri))
+    if not Path(model_uri).is_dir():
+        raise FileNotFoundError(
+            f"this judge's weights are not at {model_uri} (the artifact store it was trained "
+            "with): run on a machine that sees that store, or register the model again"
+        )
+    return model_uri

@@ -242,3 +242,27 @@ def test_trl_scores_a_steps_rollouts_with_the_judge_at_once_and_logs_its_parts(
     assert logged == {"train/judge_reward": 0.5, "train/reference_f1": 0.25,
                       "train/judge_format_failure_rate": 0.1,
                       "train/judge_inconsistent_rate": 0.2}  # fmt: skip
+
+
+def test_the_judge_pays_in_a_process_without_mlflow(tiny_model: Path) -> None:
+    """A judge-paid policy's training process (TRL's reward, a GPU node's image) loads its judge
+    from a folder without MLflow: the weights' lookup lives in `judgeflow.storage`, not beside
+    the MLflow model. MLflow is made unimportable in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys
+sys.modules["mlflow"] = None  # `import mlflow` now raises ImportError
+from judgeflow.engines import trl
+from judgeflow.inference.judge_reward import compute_score
+out = compute_score(
+    ["judge"], ["Paris."], [[{REFERENCE!r}]],
+    [{{"dataset": ["judge"], "query": {QUERY!r}, "index": 0}}],
+    **{RULES!r}, **{JUDGE!r}, judge_weights={str(tiny_model)!r}, judge_mode="pointwise",
+)
+print("judged", out[0]["judged"], "unparsed", out[0]["judge_format_failure"])
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "judged 1.0 unparsed 1.0" in proc.stdout  # the random model judged, and failed to parse

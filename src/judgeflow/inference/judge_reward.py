@@ -125,7 +125,7 @@ class LocalJudge:
 
         if self.generator is None:  # the weights are fetched (a remote store) once, here
             from judgeflow.engines.generate import HFGenerator
-            from judgeflow.inference.pyfunc import local_weights
+            from judgeflow.storage import local_weights
 
             weights = local_weights(self.weights)
             self.generator = HFGenerator(weights, batch_size=self.batch_size)

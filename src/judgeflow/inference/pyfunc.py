@@ -26,8 +26,9 @@ from mlflow.types.schema import Array, TensorSpec
 from judgeflow.data.io import is_url
 from judgeflow.engines.generate import Generator
 from judgeflow.inference.verdicts import INPUT_COLUMNS, judge
+from judgeflow.storage import local_weights
 
-__all__ = ["JudgeModel", "local_weights", "save_judge_model", "signature"]
+__all__ = ["JudgeModel", "save_judge_model", "signature"]
 
 _EXAMPLES: dict[str, dict[str, list[Any]]] = {
     "pointwise": {
@@ -87,20 +88,6 @@ def signature(mode: str, max_new_tokens: int) -> ModelSignature:
             ]
         ),
     )
-
-
-def local_weights(model_uri: str, storage_root: str | None = None) -> str:
-    """A local directory with the weights: `model_uri` itself, or a remote store's verified copy."""
-    if is_url(model_uri):
-        from judgeflow.storage import ArtifactStore
-
-        return str(ArtifactStore(storage_root or model_uri).fetch(model_uri))
-    if not Path(model_uri).is_dir():
-        raise FileNotFoundError(
-            f"this judge's weights are not at {model_uri} (the artifact store it was trained "
-            "with): run on a machine that sees that store, or register the model again"
-        )
-    return model_uri
 
 
 def served_weights(model_uri: str, weights: str) -> str:

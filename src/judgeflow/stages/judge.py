@@ -15,10 +15,10 @@ from judgeflow.config import ConfigError, RunConfig
 from judgeflow.engines.verl_eval import evaluation_gpus
 from judgeflow.inference.batch import judge_file, summary_metrics
 from judgeflow.inference.claim import claim_output
-from judgeflow.inference.pyfunc import local_weights
 from judgeflow.inference.verdicts import INPUT_COLUMNS
 from judgeflow.modes import JUDGE_MODELS, Mode
 from judgeflow.registry import judge_tags
+from judgeflow.storage import local_weights
 from judgeflow.tracking import Tracker
 
 __all__ = [

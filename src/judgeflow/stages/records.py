@@ -303,8 +303,8 @@ def record_judge_overlap(
     import pyarrow.parquet as pq
 
     from judgeflow.evaluation.decontamination import judge_overlap
-    from judgeflow.inference.pyfunc import local_weights
     from judgeflow.stages.common import fetch
+    from judgeflow.storage import local_weights
 
     if not data.val_file:
         return {"status": "unchecked", "rows": 0, "overlapping_rows": None, "examples": []}
