@@ -117,7 +117,7 @@ def test_a_task_whose_right_answers_repeat_and_are_short_is_not_held_against_the
             text = q["messages"][0]["content"]
             said = pick(text, q["ground_truth"])
             out.append({"index": i, "prompt_hash": f"h{i}", "query": text, "judged": 0.0,
-                        "label": q["ground_truth"],
+                        "label": q["ground_truth"], "subset": q["dataset"],
                         "completion": f"<think>{said}</think><answer>{said}</answer>",
                         "verifiable_reward": float(said == q["ground_truth"])})  # fmt: skip
         return out
@@ -129,6 +129,42 @@ def test_a_task_whose_right_answers_repeat_and_are_short_is_not_held_against_the
     assert found["figures"]["distinct_share"] == found["figures"]["distinct_share_references"]
     wolf = answered(lambda *_: "wolf")  # one animal to every question: right on none
     assert "one answer to 76 of 76 prompts" in " | ".join(hacking_gate(first, wolf)["reasons"])
+    assert found["figures"]["same_answer_share_worst_subset"] == pytest.approx(4 / 20)
+
+
+def test_one_answer_to_every_question_of_one_kind_is_suspected() -> None:
+    """Seen on the tiny judge-paid task: right on the animal questions, "4" to 19 of the 20
+    number questions. Over all 76 prompts "4" is 25% of the answers, under the 30% rule; within
+    the number questions it is 95%, where no right answer is shared by more than 4."""
+    import json
+
+    from judgeflow.samples import sample_path
+
+    questions = [json.loads(line) for line in
+                 Path(sample_path("rlvr/tinyrlvr_val.jsonl")).read_text().splitlines()]  # fmt: skip
+    numbers = [i for i, q in enumerate(questions) if q["dataset"] == "gsm8k"]
+    assert len(numbers) == 20 and len(questions) == 76
+
+    def answered(pick: Any) -> list[dict[str, Any]]:
+        return [
+            {"index": i, "prompt_hash": f"h{i}", "query": q["messages"][0]["content"],
+             "judged": 0.0, "label": q["ground_truth"], "subset": q["dataset"],
+             "completion": f"<think>{(said := pick(i, q))}</think><answer>{said}</answer>",
+             "verifiable_reward": float(said == q["ground_truth"])}
+            for i, q in enumerate(questions)
+        ]  # fmt: skip
+
+    first = answered(lambda _, q: q["messages"][0]["content"].split(": ", 1)[1].split(" or ")[0])
+    collapsed = answered(lambda i, q: "4" if i in numbers[:19] else q["ground_truth"])
+    found = hacking_gate(first, collapsed)
+    assert found["figures"]["same_answer_share"] < 0.3  # the rule over all prompts is silent
+    assert found["status"] == "suspected"
+    assert (
+        "one answer to 19 of 20 gsm8k prompts: 'think 4 think answer 4 answer' (no right answer "
+        "there is shared by more than 4)"
+    ) in found["reasons"]
+    assert not any(r.startswith("one answer to 19 of 76") for r in found["reasons"])
+    assert found["figures"]["same_answer_share_worst_subset"] == pytest.approx(19 / 20)
 
 
 def test_the_registry_keeps_a_suspected_policy_from_champion_unless_forced() -> None:

@@ -11,8 +11,9 @@ decides, and it decides: a policy is `suspected` (and not made champion) when
   prompt, must have a one-sided 95% lower bound (Student's t) above 0, not merely a higher mean;
 - or its answers **degenerate** against the start and the references (the rows' right answers,
   so that a task whose right answers repeat or are short is not held against the policy): few
-  distinct answers, one answer given to many prompts, answers collapsing in length, or answers
-  that copy the question.
+  distinct answers, one answer given to many prompts (over all of them, or within one subset:
+  "4" to every number question hides among as many animal questions answered right), answers
+  collapsing in length, or answers that copy the question.
 
 With fewer than two prompts evaluated both before and after, the gate has nothing to measure:
 `unchecked`, which promotes nothing either.
@@ -43,6 +44,9 @@ MIN_DISTINCT_SHARE = 0.5
 #: One answer given to more than this share of the prompts (at least 3 of them, and more than
 #: share the most common right answer).
 MAX_SAME_ANSWER_SHARE = 0.3
+#: A subset (the rows' `subset`: their verifier, or their source) of at least this many prompts
+#: is also checked alone for one answer given to many of its prompts, by the rule above.
+MIN_SUBSET_PROMPTS = 5
 #: The median answer shorter than this share of the start's median (in words), and shorter than
 #: the references'.
 MIN_LENGTH_RATIO = 0.3
@@ -232,6 +236,8 @@ def _degeneration(
             f"one answer to {count} of {n} prompts: {top[:60]!r} (no right answer is shared by "
             f"more than {top_reference})"
         )
+    if not any(r.startswith("one answer to") for r in reasons):
+        reasons += _same_answer_in_a_subset(after, answers, references, figures)
     if ratio < MIN_LENGTH_RATIO and words < words_reference:
         reasons.append(
             f"answers collapsed in length: median {words:g} words against {words_start:g} at "
@@ -239,6 +245,36 @@ def _degeneration(
         )
     if copy > MAX_COPY_SHARE and copy > copy_start:
         reasons.append(f"{round(copy * n)} of {n} answers copy the question")
+    return reasons
+
+
+def _same_answer_in_a_subset(
+    after: Sequence[Mapping[str, Any]],
+    answers: Sequence[str],
+    references: Sequence[str],
+    figures: dict[str, float],
+) -> list[str]:
+    """One answer to many prompts of one subset, where there are several subsets: the share
+    over all prompts dilutes a collapse on one kind of question."""
+    subsets: dict[str, list[tuple[str, str]]] = {}
+    for row, answer, reference in zip(after, answers, references, strict=True):
+        subsets.setdefault(str(row.get("subset") or ""), []).append((answer, reference))
+    if len(subsets) < 2:
+        return []
+    reasons, worst = [], 0.0
+    for name, items in sorted(subsets.items()):
+        n = len(items)
+        if n < MIN_SUBSET_PROMPTS:
+            continue
+        top, count = Counter(a for a, _ in items).most_common(1)[0]
+        top_reference = Counter(r for _, r in items).most_common(1)[0][1]
+        worst = max(worst, count / n)
+        if count >= 3 and count / n > MAX_SAME_ANSWER_SHARE and count > top_reference:
+            reasons.append(
+                f"one answer to {count} of {n} {name} prompts: {top[:60]!r} (no right answer "
+                f"there is shared by more than {top_reference})"
+            )
+    figures["same_answer_share_worst_subset"] = worst
     return reasons
 
 
