@@ -180,3 +180,24 @@ def rlvr_rules_table(source: Path) -> str:
         per = " | ".join(f"{scored['subsets'][v][metric]:.3f}" for v in verifiers)
         lines.append(f"| {cell(rule)} | {scored['overall'][metric]:.3f} | {per} |")
     return "\n".join(lines)
+
+
+def gpu_policy_examples(source: Path) -> str:
+    """benchmarks/gpu_policy.py: held-out questions answered by the SFT start and, per seed, by
+    the policy the tiny judge paid (the verifiers' verdict beside each), from the GPU runs."""
+    results = read_json(source)
+    judged = [r for r in results["runs"] if r.get("kind") == "judged" and "after" in r]
+    seeds = " | ".join(f"paid by the judge, seed {r['seed']}" for r in judged)
+    lines = [f"| question (right answer) | SFT start | {seeds} |",
+             "|---|---|" + "---|" * len(judged)]  # fmt: skip
+
+    def shown(example: Mapping[str, Any]) -> str:
+        verdict = "right" if example["reward"] > 0 else "wrong"
+        return f"`{cell(example['completion'])}` ({verdict})"
+
+    for i, start in enumerate(judged[0]["before"]["examples"]):
+        question = cell(start["question"].split("?")[0] + "?")
+        right = cell(", ".join(start["label"]))
+        after = " | ".join(shown(r["after"]["examples"][i]) for r in judged)
+        lines.append(f"| {question} ({right}) | {shown(start)} | {after} |")
+    return "\n".join(lines)

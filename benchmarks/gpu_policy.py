@@ -240,6 +240,7 @@ def table(results: dict[str, Any]) -> str:
         ("device", lambda r: r["device"]),
         ("seed (data.seed)", lambda r: str(r["seed"])),
         ("zero-variance skipping", lambda r: "on" if r["filter_zero_std_samples"] else "off"),
+        ("runs sharing the GPU", lambda r: str(r.get("ran_together", results.get("parallel")))),
         ("steps", lambda r: str(r["steps"])),
         ("s/step median (mean)", lambda r: f"{_fmt(r['seconds_per_step_median'])} "
                                            f"({_fmt(r['seconds_per_step_mean'])})"),
@@ -249,6 +250,8 @@ def table(results: dict[str, Any]) -> str:
         ("train reward 1st→last third", lambda r: f"{_fmt(r['reward_first_third'])} → "
                                                   f"{_fmt(r['reward_last_third'])}"),
         ("held-out verifiable_correct", change("eval/verifiable_correct_rate")),
+        ("  numbers (gsm8k)", change("eval/subset/gsm8k/verifiable_correct_rate")),
+        ("  animals (string_matcher)", change("eval/subset/string_matcher/verifiable_correct_rate")),
         ("held-out format_failure", change("eval/format_failure_rate")),
     ]  # fmt: skip
     cells = [[label, *(fn(r) for r in runs)] for label, fn in lines]
@@ -265,6 +268,12 @@ def table(results: dict[str, Any]) -> str:
             made = (f"cut short after {cut.get('steps')} steps, "
                     f"{statistics.median(times):.3f} s/step median; " if times else "")  # fmt: skip
             text.append(f"{r['run']}: {made}{r['error'].splitlines()[0]}")
+    for c in results.get("cut_short") or []:
+        text.append(
+            f"{c['run']} with {c['ran_together']} sharing the GPU: cut short at the time budget "
+            f"after {c['steps']} steps, {c['seconds_per_step_median']:.3f} s/step median "
+            "(made again, above)"
+        )
     for t in results.get("throughput") or []:
         text.append(
             f"judge reward, {t['judge']}, batch {t['judge_batch_size']}: "
@@ -281,9 +290,46 @@ def render(results: dict[str, Any]) -> str:
     head = (
         f"benchmarks/gpu_policy.py, {results['date'][:10]}, commit {str(git['commit'])[:7]}: "
         f"torch {versions.get('torch')}, transformers {versions.get('transformers')}, "
-        f"trl {versions.get('trl')}; {results['parallel']} runs at a time on one GPU"
+        f"trl {versions.get('trl')}"
     )
     return f"{head}\n\n{table(results)}\n"
+
+
+def merge(files: list[Path], commit: str) -> dict[str, Any]:
+    """Several calls' results as one: a later file's run replaces an earlier one's of the same
+    name (a run cut short at the budget, made again); each run says how many shared the GPU.
+    The first file's stamp, every file's command; the throughput of the last file that measured
+    it at more than one batch size. `commit`: the commit whose tree the calls ran (the device
+    machine's copy can carry an older .git, with the newer files as modified)."""
+    loaded = [json.loads(f.read_text()) for f in files]
+    merged = {**loaded[0], "command": " ; then ".join(r["command"] for r in loaded)}
+    runs: dict[str, dict[str, Any]] = {}
+    cut: list[dict[str, Any]] = []
+    for results in loaded:
+        for run in results["runs"]:
+            if "error" in run and run["run"] in runs:
+                continue
+            if "error" in runs.get(run["run"], {}):  # cut short before, made again: kept apart
+                cut.append(runs[run["run"]])
+            runs[run["run"]] = {**run, "ran_together": results["parallel"]}
+    merged["runs"] = list(runs.values())
+    merged["cut_short"] = [
+        {"run": r["run"], "ran_together": r["ran_together"], "steps": r["partial"]["steps"],
+         "seconds_per_step_median": statistics.median(r["partial"]["step_seconds"])}
+        for r in cut if r.get("partial")
+    ]  # fmt: skip
+    merged["parallel"] = None
+    merged["throughput"] = next(
+        r["throughput"] for r in reversed(loaded) if len(r.get("throughput") or []) > 2
+    )
+    was = merged["git"]
+    merged["git"] = {"commit": commit, "modified": []}
+    merged["reconstructed"] = {
+        "git": f"the device machine's copy held .git at {was['commit'][:10]} with "
+        f"{len(was['modified'])} files modified; those are the files {commit[:10]} changed "
+        "since (benchmarks/gpu_policy.py too, untracked there): the tree of that commit"
+    }
+    return merged
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -301,10 +347,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--table", type=Path)
     parser.add_argument("--render", type=Path, metavar="JSON")
+    parser.add_argument("--merge", type=Path, nargs="+", metavar="JSON", help="with --commit")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # NAME-sSEED: one run, in this process
     args = parser.parse_args(argv)
     if args.render:
         text = render(json.loads(args.render.read_text()))
+        print(text)
+        if args.table:
+            args.table.write_text(text)
+        return 0
+    if args.merge:
+        if not (args.commit and args.json):
+            parser.error("--merge needs --commit and --json")
+        results = merge(args.merge, args.commit)
+        args.json.write_text(json.dumps(results, indent=2, default=str) + "\n")
+        text = render(results)
         print(text)
         if args.table:
             args.table.write_text(text)

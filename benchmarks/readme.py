@@ -53,6 +53,7 @@ from figures_judge_demos import (
 )
 from figures_pipeline import benchmarks_table, cached_rerun, demo_minutes, fresh_demo
 from figures_policy_demos import (
+    gpu_policy_examples,
     judge_throughput_table,
     judged_examples,
     judged_seeds_table,
@@ -96,6 +97,9 @@ REGIONS: dict[str, Region] = {
     "quickstart-pointwise": Region("benchmarks/results/demo-pointwise.txt", fenced),
     "quickstart-pairwise": Region("benchmarks/results/demo-pairwise.txt", fenced),
     "gpu-check": Region("benchmarks/results/gpu-check.txt", fenced),
+    "gpu-policy": Region("benchmarks/results/gpu-policy.txt", fenced),
+    "gpu-policy-examples": Region("benchmarks/results/gpu-policy.json", gpu_policy_examples),
+    "gpu-policy-stamp": Region("benchmarks/results/gpu-policy.json", stamped),
     "demo-seeds": Region("benchmarks/results/demo-seeds.json", demo_seeds_table),
     "demo-rules": Region("benchmarks/results/demo-rules.json", demo_rules_table),
     "grrm-seeds": Region("benchmarks/results/demo-seeds-grrm.json", grrm_seeds_table),
@@ -118,6 +122,7 @@ REGIONS: dict[str, Region] = {
     "pairwise-minutes": Region("benchmarks/results/demo-tables.json", pairwise_minutes),
     "demo-machine": Region("benchmarks/results/demo-tables.json", demo_machine),
     "gpu-check-run": Region("benchmarks/results/gpu-check.json", gpu_check_run),
+    "gpu-policy-run": Region("benchmarks/results/gpu-policy.json", gpu_check_run),
     "gpu-check-torch": Region("benchmarks/results/gpu-check.json", gpu_check_torch),
 }
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import gpu_check
+import gpu_policy
 import pytest
 import stamp
 
@@ -71,11 +72,20 @@ def _gpu_check(name: str, folder: Path = RESULTS) -> None:
     )
 
 
+def _gpu_policy(name: str, folder: Path = RESULTS) -> None:
+    rendered = gpu_policy.render(_load(folder / "gpu-policy.json"))
+    assert (folder / name).read_text(encoding="utf-8") == rendered, (
+        f"{name} is not what gpu-policy.json renders: "
+        "benchmarks/gpu_policy.py --render benchmarks/results/gpu-policy.json --table …"
+    )
+
+
 #: Each committed text output, and the check that ties it to its results file.
 TIED = {
     "demo-pointwise.txt": _tables_hash,
     "demo-pairwise.txt": _tables_hash,
     "gpu-check.txt": _gpu_check,
+    "gpu-policy.txt": _gpu_policy,
 }
 
 
