@@ -228,6 +228,8 @@ SPECIAL = {  # a valid changed value where the generic rule would not give one
     "cluster.setup": ["module load cuda"],
     "grpo.logger": ["console"],
     "grpo.extra_overrides": ["trainer.balance_batch=false"],
+    "grpo.trl_extra": {"weight_decay": 0.01},
+    "sft.extra": {"weight_decay": 0.01},
     "grpo.train_batch_size": 8,
     "grpo.ppo_mini_batch_size": 8,
     "grpo.rollout_n": 8,

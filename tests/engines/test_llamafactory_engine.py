@@ -410,6 +410,45 @@ def test_llamafactorys_checks_refuse_a_misspelt_yaml(
 
 
 @pytest.mark.usefixtures("llamafactory_env")
+def test_sft_extra_reaches_llamafactory_through_its_own_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sft.extra` passes arguments judgeflow does not name: written into the YAML, read by
+    LLaMA-Factory's own classes as the user meant them."""
+    from judgeflow.config import load_config
+
+    extra = "sft.extra={weight_decay: 0.05, max_grad_norm: 0.5, mask_history: true}"
+    cfg = load_config("grrm-full", overrides=["model.path=Qwen/Qwen2.5-7B", extra])
+    work = tmp_path / "sft" / "judgeflow"
+    write_dataset_info(work, "judgeflow_sft", tmp_path / "sft.parquet")
+    yaml_path = write_train_yaml(params_from(cfg, tmp_path / "sft"), work, "judgeflow_sft",
+                                 work / "sft.yaml")  # fmt: skip
+    lf = llamafactory_train_args(yaml_path, monkeypatch)
+    assert (lf.training.weight_decay, lf.training.max_grad_norm) == (0.05, 0.5)
+    assert lf.data.mask_history is True  # DataArguments', LLaMA-Factory's own
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        ("{weight_decy: 0.1}", "weight_decy is not an argument of LLaMA-Factory's train command (did you mean weight_decay?)"),
+        ("{learning_rate: 0.1}", "learning_rate is written by judgeflow (its sft.* key, or fixed)"),
+        ("{report_to: wandb}", "report_to is written by judgeflow"),
+        ("{dataset: other}", "dataset is written by judgeflow"),
+    ],
+)  # fmt: skip
+def test_sft_extra_refuses_what_llamafactory_lacks_and_what_judgeflow_writes(
+    extra: str, said: str
+) -> None:
+    import re
+
+    from judgeflow.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        load_config("grrm-full", overrides=[f"sft.extra={extra}"])
+
+
+@pytest.mark.usefixtures("llamafactory_env")
 def test_deepspeed_accepts_the_zero3_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where deepspeed is installed (it is not in the pins): the GPU YAML with its `deepspeed`
     key through LLaMA-Factory's `_parse_train_args` (TrainingArguments builds transformers'

@@ -77,3 +77,42 @@ def test_a_knob_trl_cannot_honour_is_a_config_error(override: str, named: str) -
     cfg = load_config("grpo-pointwise", overrides=["engine=trl", *override.split()])
     with pytest.raises(ConfigError, match=named):
         params_from(cfg, "/out")
+
+
+def test_trl_extra_sets_grpo_config_fields_judgeflow_does_not_name() -> None:
+    cfg = load_config(
+        "grpo-pointwise",
+        profile="tiny",
+        overrides=["grpo.trl_extra={weight_decay: 0.05, adam_beta2: 0.99}"],
+    )
+    config = grpo_config(params_from(cfg, "/out"), has_eval=False)
+    assert (config.weight_decay, config.adam_beta2) == (0.05, 0.99)
+    plain = grpo_config(params_from(load_config("grpo-pointwise", profile="tiny"), "/out"),
+                        has_eval=False)  # fmt: skip
+    assert (plain.weight_decay, plain.adam_beta2) == (0.0, 0.999)  # TRL's own defaults
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        ("{weight_decy: 0.1}", "weight_decy is not a field of TRL's GRPOConfig (did you mean weight_decay?)"),
+        ("{beta: 0.1}", "beta is set by judgeflow (its grpo.* key, or fixed)"),
+        ("{report_to: wandb}", "report_to is set by judgeflow"),
+    ],
+)  # fmt: skip
+def test_trl_extra_refuses_what_grpo_config_lacks_and_what_judgeflow_sets(
+    extra: str, said: str
+) -> None:
+    import re
+
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        load_config("grpo-pointwise", overrides=[f"grpo.trl_extra={extra}"])
+
+
+def test_trl_extra_under_verl_warns_by_name() -> None:
+    from judgeflow.config import IgnoredKeyWarning
+
+    with pytest.warns(IgnoredKeyWarning, match=r"grpo.trl_extra is read only by the trl engine"):
+        load_config(
+            "grpo-pointwise", overrides=["engine=verl", "grpo.trl_extra={weight_decay: 0.1}"]
+        )

@@ -68,6 +68,8 @@ ONLY_READ_BY: dict[str, tuple[str, ...]] = {
         "grpo.filter_zero_std_samples",
         # a panel of judges pays in the training process; verl (and Slurm) serve one judge
         "reward.judge_panel",
+        # TRL's GRPOConfig fields judgeflow does not name (verl's: grpo.extra_overrides)
+        "grpo.trl_extra",
     ),
     # the preparation of judge data (GRRM's data has its own train and test files; policy RLVR
     # rows have no judge format or labels, and split off validation as the judges do)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from judgeflow.config.section import Section
 
@@ -55,6 +55,22 @@ class SftConfig(Section):
         16, description="processes that tokenize the data; unset: the main process"
     )
     dataloader_num_workers: int = Field(4, ge=0, description="DataLoader worker processes")
+    extra: dict[str, Any] = Field(
+        default_factory=dict,
+        description="any other argument of LLaMA-Factory's train command, by its name (e.g. "
+        "{weight_decay: 0.01}); checked against LLaMA-Factory's own argument classes, and one "
+        "judgeflow writes is refused (set it by its sft.* key)",
+    )
+
+    @field_validator("extra")
+    @classmethod
+    def _llamafactory_arguments(cls, extra: dict[str, Any]) -> dict[str, Any]:
+        if extra:  # LLaMA-Factory is imported only to check keys someone set
+            from judgeflow.engines.llamafactory import extra_problems
+
+            if problems := extra_problems(extra):
+                raise ValueError("; ".join(problems))
+        return extra
 
 
 class GrpoConfig(Section):
@@ -181,3 +197,19 @@ class GrpoConfig(Section):
         default_factory=list,
         description="raw hydra overrides for verl, appended last (e.g. 'trainer.balance_batch=false')",
     )
+    trl_extra: dict[str, Any] = Field(
+        default_factory=dict,
+        description="TRL: any other field of TRL's GRPOConfig, by its name (e.g. "
+        "{weight_decay: 0.01}); checked against GRPOConfig, and one judgeflow sets is refused "
+        "(set it by its grpo.* key); verl's counterpart is grpo.extra_overrides",
+    )
+
+    @field_validator("trl_extra")
+    @classmethod
+    def _grpo_config_fields(cls, extra: dict[str, Any]) -> dict[str, Any]:
+        if extra:  # TRL is imported only to check keys someone set
+            from judgeflow.engines.trl.mapping import trl_extra_problems
+
+            if problems := trl_extra_problems(extra):
+                raise ValueError("; ".join(problems))
+        return extra

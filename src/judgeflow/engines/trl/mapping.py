@@ -18,7 +18,14 @@ from judgeflow.modes import Mode
 if TYPE_CHECKING:
     from judgeflow.config import RunConfig
 
-__all__ = ["LOSS_MODES", "LOSS_TYPES", "GrpoParams", "grpo_config", "params_from"]
+__all__ = [
+    "LOSS_MODES",
+    "LOSS_TYPES",
+    "GrpoParams",
+    "grpo_config",
+    "params_from",
+    "trl_extra_problems",
+]
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,9 @@ class GrpoParams:
     #: reward="rlvr": the reward's settings (`judgeflow.rewards.rlvr.score.compute_score`'s
     #: keywords: RewardRules fields and the sandbox's bounds).
     rlvr_rules: Mapping[str, Any] = field(default_factory=dict)
+    #: Any other field of TRL's GRPOConfig, by its name (`grpo.trl_extra`; `trl_extra_problems`
+    #: refuses unknown ones and those judgeflow sets).
+    trl_extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         completions = self.prompts_per_step * self.num_generations
@@ -163,21 +173,56 @@ def params_from(
         gradient_checkpointing=g.gradient_checkpointing,
         filter_zero_std_samples=g.filter_zero_std_samples,
         rlvr_rules=cfg.policy_reward_kwargs(served=served_judge),  # and the paying judge
+        trl_extra=dict(g.trl_extra),
     )
 
 
 def grpo_config(params: GrpoParams, *, has_eval: bool, rewards: int | None = None) -> Any:
     """TRL's config; `rewards`: how many reward functions there are (the first pays), by default
-    as many as `reward_functions` gives without per-verifier probes."""
-    import torch
+    as many as `reward_functions` gives without per-verifier probes. `trl_extra` adds the fields
+    judgeflow does not set."""
     from trl import GRPOConfig
+
+    arguments = _config_arguments(params, has_eval=has_eval, rewards=rewards)
+    if clash := sorted(set(arguments) & set(params.trl_extra)):
+        raise ValueError(f"grpo.trl_extra sets {clash}, which judgeflow sets itself")
+    return GRPOConfig(**arguments, **params.trl_extra)
+
+
+def trl_extra_problems(extra: Mapping[str, Any]) -> list[str]:
+    """What is wrong with `grpo.trl_extra`'s keys: each must be a field of TRL's GRPOConfig
+    that judgeflow does not set itself (those have `grpo.*` keys, or are fixed: the output
+    folder, the reporting, vLLM off)."""
+    import dataclasses
+    from difflib import get_close_matches
+
+    from trl import GRPOConfig
+
+    fields = {f.name for f in dataclasses.fields(GRPOConfig)}
+    owned = set(_config_arguments(GrpoParams("model", "out", "pointwise"), has_eval=True))
+    problems = []
+    for key in extra:
+        if key in owned:
+            problems.append(f"{key} is set by judgeflow (its grpo.* key, or fixed): not here")
+        elif key not in fields:
+            near = get_close_matches(key, sorted(fields), n=3)
+            hint = f" (did you mean {', '.join(near)}?)" if near else ""
+            problems.append(f"{key} is not a field of TRL's GRPOConfig{hint}")
+    return problems
+
+
+def _config_arguments(
+    params: GrpoParams, *, has_eval: bool, rewards: int | None = None
+) -> dict[str, Any]:
+    """GRPOConfig's arguments that judgeflow sets."""
+    import torch
 
     use_cpu = not torch.cuda.is_available() if params.use_cpu is None else params.use_cpu
     bf16 = params.bf16
     if bf16 is None:  # GRPOConfig would default to bf16 even on CPU
         bf16 = not use_cpu and torch.cuda.is_bf16_supported()
     eval_steps = params.eval_steps or params.save_steps
-    return GRPOConfig(
+    return dict(
         output_dir=params.output_dir,
         learning_rate=params.learning_rate,
         lr_scheduler_type=params.lr_scheduler_type,
