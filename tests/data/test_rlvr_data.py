@@ -101,6 +101,16 @@ BAD = [
     (_row(dataset="ifeval_old", truth='{"func_name": "nope"}'), "ground_truth", "ifeval_old"),
     (_row(dataset="ifeval_old", truth="{not json"), "ground_truth", "not JSON"),
     (_row(dataset=["gsm8k", 7], truth=["4", "5"]), "dataset[1]", "expected a verifier name"),
+    (
+        _row(dataset=["re_search"], truth=[[]]),
+        "ground_truth",
+        "re_search: expected non-empty strings",
+    ),
+    (
+        _row(dataset=["string_f1"], truth=[["a"]]),
+        "ground_truth",
+        "string_f1: expected a non-empty string",
+    ),
     ([1, 2], None, "expected an object"),
 ]
 
@@ -133,6 +143,12 @@ def test_labels_are_stored_as_the_verifier_reads_them(tmp_path: Path) -> None:
     read = read_rlvr(_write(tmp_path / "d.jsonl", rows), remap_verifier={"numbers": "gsm8k"})
     assert read.examples[0].labels == ("12",)  # open-instruct compares str(label)
     assert json.loads(read.examples[1].labels[0]) == {"func_name": "validate_lowercase", "N": None}
+    search = read_rlvr(_write(tmp_path / "s.jsonl", [_row(dataset=["re_search_f1"],
+                                                          truth=[["Paris", "Lyon"]])]))  # fmt: skip
+    assert search.examples[0].labels == ('["Paris", "Lyon"]',)  # JSON, as the verifier parses it
+    from judgeflow.rewards.rlvr import verify
+
+    assert verify("re_search_f1", "<finish>Lyon</finish>", search.examples[0].labels[0]) == 1.0
     remapped = read_rlvr(_write(tmp_path / "r.jsonl", [_row(dataset="Numbers")]),
                          remap_verifier={"numbers": "gsm8k"})  # fmt: skip
     assert remapped.examples[0].verifiers == ("gsm8k",)

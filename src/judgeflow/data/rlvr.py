@@ -121,8 +121,13 @@ def _label(verifier: str, value: Any, where: str) -> str:
         return json.dumps(constraint, ensure_ascii=False, sort_keys=True)
     if verifier == "gsm8k" and isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)  # open-instruct compares str(label)
+    if verifier in ("re_search", "re_search_f1") and isinstance(value, list):
+        if not value or not all(isinstance(v, str) and v.strip() for v in value):
+            raise _Invalid(where, f"{verifier}: expected non-empty strings, got {_got(value)}")
+        return json.dumps(value, ensure_ascii=False)  # as its rows carry them: parsed back there
     if not isinstance(value, str) or not value.strip():
-        kind = "a string or a number" if verifier == "gsm8k" else "a non-empty string"
+        kind = {"gsm8k": "a string or a number", "re_search": "a string or a list of them",
+                "re_search_f1": "a string or a list of them"}.get(verifier, "a non-empty string")  # fmt: skip
         raise _Invalid(where, f"{verifier}: expected {kind}, got {_got(value)}")
     return value
 

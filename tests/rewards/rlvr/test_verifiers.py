@@ -129,6 +129,86 @@ def test_flan(prediction: str, label: str, expected: float) -> None:
     assert verify("flan", prediction, label) == expected
 
 
+@pytest.mark.parametrize(
+    ("prediction", "label", "expected"),
+    [
+        ("<think>x</think><answer>Paris is the capital</answer>", "The capital is Paris", 1.0),
+        ("Paris", "Paris France", 2 * 1.0 * 0.5 / 1.5),  # precision 1, recall 1/2
+        ("Lyon", "Paris", 0.0),
+        # the text after the last </think> only; what thinking says does not count
+        ("<think>Paris</think>Lyon", "Paris", 0.0),
+        # quirk: <|assistant|> is not removed, and losing its punctuation glues it to the
+        # next word ("assistantparis")
+        ("<|assistant|>Paris", "Paris", 0.0),
+        ("<|assistant|> Paris", "Paris", 2 * 0.5 * 1.0 / 1.5),
+    ],
+)
+def test_string_f1(prediction: str, label: str, expected: float) -> None:
+    assert verify("string_f1", prediction, label) == pytest.approx(expected)
+
+
+def test_string_f1_and_puzzle_score_0_where_open_instruct_raises() -> None:
+    """open-instruct's `normalize_answer` calls `.lower()` on the label: a list label raises
+    there (the whole batch's scoring fails); judgeflow pays 0."""
+    assert verify("string_f1", "Paris", ["Paris"]) == 0.0
+    assert verify("puzzle", "Paris", ["Paris"]) == 0.0
+    assert verify("re_search_f1", "<finish>Paris</finish>", ["Paris"]) == 0.0
+    assert verify("re_search_f1", "<finish>Paris</finish>", "[]") == 0.0  # max() of nothing
+
+
+@pytest.mark.parametrize(
+    ("prediction", "label", "expected"),
+    [
+        ("<think>work</think><answer>The Knight</answer>", "knight", 1.0),
+        ("<|assistant|> <think>w</think> Knight. ", "knight", 1.0),
+        ("<think>knight</think>knave", "knight", 0.0),
+        ("knight and knave", "knight", 0.0),  # exact, not contained
+    ],
+)
+def test_puzzle(prediction: str, label: str, expected: float) -> None:
+    assert verify("puzzle", prediction, label) == expected
+
+
+@pytest.mark.parametrize(
+    ("prediction", "label", "expected"),
+    [
+        ("<finish>Paris</finish>", "Paris", 1.0),
+        ("<finish>Paris, France</finish>", '["Paris", "France"]', 2 * 0.5 * 1.0 / 1.5),
+        ("<finish>Lyon</finish>", "Paris", 0.1),  # well-formed, F1 0
+        ("<finish></finish>", "Paris", 0.0),  # empty answer
+        ("Paris", "Paris", 0.0),  # no tag at all
+        # quirk: one tag is enough; without </finish> the answer runs to the end
+        ("<finish>Paris", "Paris", 1.0),
+        ("Paris</finish>", "Paris", 1.0),
+        # the last <finish> counts
+        ("<finish>Lyon</finish> <finish>Paris</finish>", "Paris", 1.0),
+        ("<finish>42</finish>", "42", 1.0),  # a JSON number label, compared as its text
+        ("<finish>Paris</finish>", '"Paris"', 1.0),  # a JSON string label
+    ],
+)
+def test_re_search_f1(prediction: str, label: str, expected: float) -> None:
+    assert verify("re_search_f1", prediction, label) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("prediction", "label", "expected"),
+    [
+        ("<finish>Paris</finish>", "Paris", 1.0),
+        ("<FINISH> the Paris </Finish>", "paris", 1.0),  # any case, normalised
+        ("<finish>Lyon</finish>", '["Paris", "Lyon"]', 1.0),  # a JSON list: any of them
+        ("<finish>Lyon</finish>", ["Paris", "Lyon"], 1.0),  # a list label as given
+        ("<finish>Paris, France</finish>", "Paris", 0.0),  # exact match, not F1
+        ("<finish> </finish>", "Paris", 0.0),
+        ("Paris", "Paris", 0.0),
+        # the first <finish>…</finish> counts (the F1 verifier takes the last)
+        ("<finish>Lyon</finish> <finish>Paris</finish>", "Paris", 0.0),
+        ("<finish>Paris", "Paris", 0.0),  # both tags needed here
+    ],
+)
+def test_re_search(prediction: str, label: object, expected: float) -> None:
+    assert verify("re_search", prediction, label) == expected
+
+
 def test_normalisation_and_thinking_removal_helpers() -> None:
     assert normalize_answer("The  Cat, a dog & AN owl!") == "cat dog owl"
     assert remove_thinking_section("<|assistant|> <think>a</think> b <answer>c</answer> ") == "b c"
@@ -148,6 +228,10 @@ def test_routing_is_case_insensitive_and_remappable() -> None:
         "string_matcher",
         "flan",
         "ifeval_old",
+        "string_f1",
+        "puzzle",
+        "re_search",
+        "re_search_f1",
     }
 
 

@@ -10,6 +10,7 @@ for untrusted text.
 
 from __future__ import annotations
 
+import json
 import re
 import string
 from collections import Counter
@@ -118,6 +119,83 @@ def reference_f1(prediction: str, label: Any) -> float:
     return best
 
 
+def _f1(prediction: str, truth: str) -> float:
+    """open-instruct's ``f1_score(...)["f1"]``: token F1, both sides SQuAD-normalised."""
+    answer, reference = normalize_answer(prediction).split(), normalize_answer(truth).split()
+    same = sum((Counter(answer) & Counter(reference)).values())
+    if not same:
+        return 0.0
+    precision, recall = same / len(answer), same / len(reference)
+    return 2 * precision * recall / (precision + recall)
+
+
+def string_f1(prediction: str, label: Any) -> float:
+    """open-instruct's ``F1Verifier``: token F1 of the text after the last ``</think>``,
+    ``<answer>`` tags removed, against the label. A label that is not a string (open-instruct
+    raises on it) scores 0."""
+    if not isinstance(label, str):
+        return 0.0
+    answer = prediction.split("</think>")[-1].replace("<answer>", "").replace("</answer>", "")
+    return _f1(answer, label)
+
+
+def puzzle(prediction: str, label: Any) -> float:
+    """open-instruct's ``PuzzleMatcherVerifier``: the answer (thinking and ``<answer>`` tags
+    removed) equals the label, SQuAD-normalised. A label that is not a string (open-instruct
+    raises on it) scores 0."""
+    if not isinstance(label, str):
+        return 0.0
+    return float(normalize_answer(remove_thinking_section(prediction)) == normalize_answer(label))
+
+
+def re_search_f1(prediction: str, label: Any) -> float:
+    """open-instruct's ``ReSearchVerifierF1`` (the ReSearch paper): the label is JSON (a list:
+    the best of its items) or plain text; the answer is what follows the last ``<finish>`` up to
+    the next ``</finish>``, and counts when either tag is there. An empty answer scores 0; a
+    well-formed one with F1 0 scores 0.1, else its F1. A label open-instruct raises on (not a
+    string, or an empty JSON list) scores 0."""
+    if not isinstance(label, str):
+        return 0.0
+    try:
+        truth: Any = json.loads(label)
+    except json.JSONDecodeError:
+        truth = label.strip()
+    if "<finish>" not in prediction and "</finish>" not in prediction:
+        return 0.0
+    answer = prediction.split("<finish>")[-1].split("</finish>")[0]
+    if not answer:
+        return 0.0
+    if isinstance(truth, list):
+        if not truth:
+            return 0.0
+        f1 = max(_f1(answer, str(item)) for item in truth)
+    else:
+        f1 = _f1(answer, str(truth))
+    return 0.1 if f1 == 0 else f1
+
+
+_FINISH = re.compile(r"<finish>(.*?)</finish>", re.IGNORECASE | re.DOTALL)
+
+
+def re_search(prediction: str, label: Any) -> float:
+    """open-instruct's ``R1SearchVerifier`` (Search-R1): the first ``<finish>…</finish>`` (any
+    case), stripped and SQuAD-normalised, equals one of the labels: the label parsed as JSON
+    (a list, or one value), else the label itself (a list, or its stripped text)."""
+    try:
+        parsed = json.loads(label)
+        labels = parsed if isinstance(parsed, list) else [parsed]
+    except (json.JSONDecodeError, TypeError):
+        labels = label if isinstance(label, list) else [str(label).strip()]
+    found = _FINISH.search(prediction)
+    if not found:
+        return 0.0
+    answer = found.group(1).strip()
+    if not answer:
+        return 0.0
+    said = normalize_answer(answer)
+    return float(any(said == normalize_answer(str(item)) for item in labels))
+
+
 def flan(prediction: str, label: Any) -> float:
     """What follows the last "The answer is: " (or the whole text) equals the label, SQuAD-style."""
     answer = prediction.split("The answer is: ")[-1].strip()
@@ -137,6 +215,10 @@ VERIFIERS: dict[str, Callable[[str, Any], float]] = {
     "string_matcher": string_matcher,
     "flan": flan,
     "ifeval_old": ifeval_old,
+    "string_f1": string_f1,
+    "puzzle": puzzle,
+    "re_search": re_search,
+    "re_search_f1": re_search_f1,
 }
 
 
