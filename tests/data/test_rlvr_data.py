@@ -106,6 +106,7 @@ BAD = [
         "ground_truth",
         "re_search: expected non-empty strings",
     ),
+    (_row(dataset="re_search_f1", truth="[]"), "ground_truth", "an empty list of answers"),
     (
         _row(dataset=["string_f1"], truth=[["a"]]),
         "ground_truth",

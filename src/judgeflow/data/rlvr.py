@@ -125,6 +125,8 @@ def _label(verifier: str, value: Any, where: str) -> str:
         if not value or not all(isinstance(v, str) and v.strip() for v in value):
             raise _Invalid(where, f"{verifier}: expected non-empty strings, got {_got(value)}")
         return json.dumps(value, ensure_ascii=False)  # as its rows carry them: parsed back there
+    if verifier == "re_search_f1" and isinstance(value, str) and value.strip() == "[]":
+        raise _Invalid(where, f"{verifier}: an empty list of answers")  # open-instruct raises
     if not isinstance(value, str) or not value.strip():
         kind = {"gsm8k": "a string or a number", "re_search": "a string or a list of them",
                 "re_search_f1": "a string or a list of them"}.get(verifier, "a non-empty string")  # fmt: skip
