@@ -200,3 +200,25 @@ def test_a_limit_that_leaves_nothing_says_so(tmp_path: Path, tiny_tokenizer: Any
     data = _write(tmp_path / "d.jsonl", [_row(), _row("Q2")])
     with pytest.raises(DataError, match="2 dropped .2 longer than max_prompt_length=3"):
         prepare_rlvr(data, tmp_path / "out.parquet", tokenizer=tiny_tokenizer, max_prompt_length=3)
+
+
+def test_a_mix_with_verifiers_judgeflow_lacks_names_each_and_skipping_counts_them(
+    tmp_path: Path,
+) -> None:
+    """An open-instruct mix (math, code, general-quality): preparation stops naming each
+    verifier judgeflow does not have, how many rows name it, and the ones it has; with
+    skip_invalid the rows go, counted by verifier in the report."""
+    rows = [_row(), _row("Q1", dataset="code", truth="[]"), _row("Q2", dataset="general-quality"),
+            _row("Q3", dataset="CODE", truth="[]"), _row("Q4")]  # fmt: skip
+    data = _write(tmp_path / "mix.jsonl", rows)
+    with pytest.raises(DataValidationError) as err:
+        prepare_rlvr(data, tmp_path / "out.parquet")
+    said = str(err.value)
+    assert said.startswith(
+        f"2 verifier(s) judgeflow does not have: code: 2 row(s), first {data} row 1; "
+        f"general-quality: 1 row(s), first {data} row 2. It has: flan, gsm8k,"
+    ), said
+    assert "3 invalid rows" in said and "skip_invalid" in said
+    result = prepare_rlvr(data, tmp_path / "out.parquet", skip_invalid=True)
+    assert result.report["dropped"]["unknown_verifiers"] == {"code": 2, "general-quality": 1}
+    assert result.report["counts"]["rows_written"] == {"train": 2}

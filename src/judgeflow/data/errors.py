@@ -180,9 +180,12 @@ class DataValidationError(DataError):
     `skip_invalid` hint.
     """
 
-    def __init__(self, issues: Sequence[RowIssue], total: int | None = None) -> None:
+    def __init__(
+        self, issues: Sequence[RowIssue], total: int | None = None, summary: str | None = None
+    ) -> None:
         if not issues:
             raise ValueError("DataValidationError needs at least one issue")
+        self.summary = summary  # what the rows have in common, said once above them
         self.issues: list[RowIssue] = list(issues[:MAX_LISTED_ISSUES])
         self.total: int = max(total if total is not None else len(issues), len(self.issues))
         first = self.issues[0]
@@ -195,9 +198,10 @@ class DataValidationError(DataError):
         super().__init__(self._problems(), hints=[SKIP_INVALID_HINT])
 
     def _problems(self) -> str:
+        above = [self.summary] if self.summary else []
         if self.total == 1:
-            return str(self.issues[0])
-        lines = [f"{self.total} invalid rows (rows are 0-based):"]
+            return "\n".join([*above, str(self.issues[0])])
+        lines = [*above, f"{self.total} invalid rows (rows are 0-based):"]
         lines += [f"  {issue}" for issue in self.issues]
         if self.total > len(self.issues):
             lines.append(f"  ... and {self.total - len(self.issues)} more")

@@ -40,7 +40,7 @@ from judgeflow.data.prompt_hashes import rlvr_prompt_hash
 from judgeflow.data.prompt_tokens import load_tokenizer, prompt_lengths
 from judgeflow.data.readers import DroppedRow, InputSummary, iter_records
 from judgeflow.rewards.rlvr.if_functions import IF_FUNCTIONS
-from judgeflow.rewards.rlvr.verifiers import UnknownVerifier, resolve
+from judgeflow.rewards.rlvr.verifiers import VERIFIERS, UnknownVerifier, resolve
 
 __all__ = ["RlvrExample", "RlvrRead", "prepare_rlvr", "read_rlvr", "rlvr_prompt_hash"]
 
@@ -70,12 +70,22 @@ class RlvrExample:
 
 @dataclass
 class RlvrRead:
-    """Invariant: ``rows_read == len(examples) + len(dropped)``."""
+    """Invariant: ``rows_read == len(examples) + len(dropped)``. ``unknown_verifiers``: each
+    verifier name judgeflow lacks, with the rows (file, row) that named it."""
 
     examples: list[RlvrExample] = field(default_factory=list)
     rows_read: int = 0
     dropped: list[DroppedRow] = field(default_factory=list)
     inputs: list[InputSummary] = field(default_factory=list)
+    unknown_verifiers: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+
+
+class _UnknownVerifier(_Invalid):
+    """A row names a verifier judgeflow does not have (`name`, lowercased)."""
+
+    def __init__(self, field: str | None, message: str, name: str) -> None:
+        super().__init__(field, message)
+        self.name = name
 
 
 def _messages(value: Any) -> tuple[tuple[str, str], ...]:
@@ -193,7 +203,7 @@ def _example(
                 else "; a row a trained judge pays needs reward.judge "
                 "(or reward.judge_url) and its dataset in reward.judge_datasets"
             )
-            raise _Invalid(where, f"{exc}{hint}") from None
+            raise _UnknownVerifier(where, f"{exc}{hint}", dataset.lower()) from None
         verifiers.append(name)
         labels.append(_label(name, truth, label_at))
     judged = any(v in judge_datasets for v in verifiers)
@@ -229,6 +239,8 @@ def read_rlvr(
             try:
                 example = _example(record, Origin(file=name, row=row), remap_verifier, routed)
             except _Invalid as exc:
+                if isinstance(exc, _UnknownVerifier):
+                    result.unknown_verifiers.setdefault(exc.name, []).append((name, row))
                 issues.append(RowIssue(name, row, exc.field, exc.message))
                 result.dropped.append(DroppedRow(name, row, "invalid", exc.message, exc.field))
                 continue
@@ -237,8 +249,24 @@ def read_rlvr(
         result.rows_read += rows_read
         result.inputs.append(InputSummary(name, None, rows_read, used, used))
     if issues and not skip_invalid:
-        raise DataValidationError(issues, total=len(issues))
+        raise DataValidationError(issues, total=len(issues), summary=_unknown(result))
     return result
+
+
+def _unknown(read: RlvrRead) -> str | None:
+    """The verifiers judgeflow lacks, each with how many rows name it and the first of them,
+    and the ones it has: one paragraph above the rows."""
+    if not read.unknown_verifiers:
+        return None
+    named = "; ".join(
+        f"{name}: {len(rows)} row(s), first {rows[0][0]} row {rows[0][1]}"
+        for name, rows in sorted(read.unknown_verifiers.items())
+    )
+    return (
+        f"{len(read.unknown_verifiers)} verifier(s) judgeflow does not have: {named}. "
+        f"It has: {', '.join(sorted(VERIFIERS))} (remap a dataset to one of them with "
+        "remap_verifier, or drop those rows with skip_invalid)"
+    )
 
 
 def _drop_overlong(read: RlvrRead, tokenizer: Any, limit: int) -> int:
@@ -423,6 +451,9 @@ def prepare_rlvr(
         "dropped": {
             "total": len(read.dropped),
             "by_reason": dict(sorted(reasons.items())),
+            "unknown_verifiers": {
+                name: len(rows) for name, rows in sorted(read.unknown_verifiers.items())
+            },
             "listed_limit": MAX_LISTED_DROPS,
             "listed": [d.to_dict() for d in read.dropped[:MAX_LISTED_DROPS]],
         },
