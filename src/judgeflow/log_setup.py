@@ -6,7 +6,7 @@ its records with ordinary logging configuration. The entry points call `show_log
 
 - the `judgeflow` command (`--quiet`: warnings and errors only, `--verbose`: debug too), on
   stderr, in the shape of Prefect's console lines;
-- a stage's job (`python -m judgeflow.stages.jobs`, the job runner, the Ray bootstrap): the bare
+- a stage's job (`python -m judgeflow.stages.jobs_main`, the job runner, the Ray bootstrap): the bare
   message on the job's output, one flushed line per record, so its log file (the Slurm job log)
   reads as before and whoever follows it sees each line as it is written.
 

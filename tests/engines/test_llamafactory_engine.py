@@ -31,6 +31,7 @@ from judgeflow.engines.llamafactory import (
     run_sft,
     torchrun_env,
     train_command,
+    train_config,
     write_dataset_info,
     write_train_yaml,
 )
@@ -426,6 +427,15 @@ def test_sft_extra_reaches_llamafactory_through_its_own_parse(
     lf = llamafactory_train_args(yaml_path, monkeypatch)
     assert (lf.training.weight_decay, lf.training.max_grad_norm) == (0.05, 0.5)
     assert lf.data.mask_history is True  # DataArguments', LLaMA-Factory's own
+
+
+def test_the_config_knows_every_argument_judgeflow_writes_for_llamafactory() -> None:
+    """`config.passthrough.LLAMAFACTORY_WRITTEN` (what sft.extra may not set) is what the
+    engine writes: its train arguments, with and without the optional ones."""
+    from judgeflow.config.passthrough import LLAMAFACTORY_WRITTEN
+
+    written = set(train_config(SftParams("m", "o", max_steps=5), "d", "n", "ds.json"))
+    assert written == LLAMAFACTORY_WRITTEN
 
 
 @pytest.mark.parametrize(

@@ -116,3 +116,11 @@ def test_trl_extra_under_verl_warns_by_name() -> None:
         load_config(
             "grpo-pointwise", overrides=["engine=verl", "grpo.trl_extra={weight_decay: 0.1}"]
         )
+
+
+def test_the_config_knows_every_field_judgeflow_sets_in_grpo_config() -> None:
+    """`config.passthrough.TRL_SET` (what grpo.trl_extra may not set) is what the engine sets."""
+    from judgeflow.config.passthrough import TRL_SET
+    from judgeflow.engines.trl.mapping import GrpoParams, _config_arguments
+
+    assert set(_config_arguments(GrpoParams("m", "o", "pointwise"), has_eval=True)) == TRL_SET

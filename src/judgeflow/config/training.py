@@ -66,9 +66,9 @@ class SftConfig(Section):
     @classmethod
     def _llamafactory_arguments(cls, extra: dict[str, Any]) -> dict[str, Any]:
         if extra:  # LLaMA-Factory is imported only to check keys someone set
-            from judgeflow.engines.llamafactory import extra_problems
+            from judgeflow.config.passthrough import llamafactory_problems
 
-            if problems := extra_problems(extra):
+            if problems := llamafactory_problems(extra):
                 raise ValueError("; ".join(problems))
         return extra
 
@@ -208,8 +208,8 @@ class GrpoConfig(Section):
     @classmethod
     def _grpo_config_fields(cls, extra: dict[str, Any]) -> dict[str, Any]:
         if extra:  # TRL is imported only to check keys someone set
-            from judgeflow.engines.trl.mapping import trl_extra_problems
+            from judgeflow.config.passthrough import trl_problems
 
-            if problems := trl_extra_problems(extra):
+            if problems := trl_problems(extra):
                 raise ValueError("; ".join(problems))
         return extra

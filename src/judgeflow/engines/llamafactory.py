@@ -10,7 +10,6 @@ turns LLaMA-Factory's `trainer_log.jsonl` (one JSON object per logging step, wri
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -143,37 +142,6 @@ def params_from(cfg: RunConfig, output_dir: str | Path) -> SftParams:
         dataloader_num_workers=s.dataloader_num_workers,
         extra=dict(s.extra),
     )
-
-
-def extra_problems(extra: Mapping[str, Any]) -> list[str]:
-    """What is wrong with `sft.extra`'s keys: each must be an argument of LLaMA-Factory's own
-    classes (model, data, training, fine-tuning, generation: what `llamafactory-cli train`
-    parses, unknown keys refused) that judgeflow does not write itself (those have `sft.*`
-    keys, or are fixed: the data, the output folder, the reporting)."""
-    from difflib import get_close_matches
-
-    from llamafactory.hparams import (
-        DataArguments,
-        FinetuningArguments,
-        GeneratingArguments,
-        ModelArguments,
-        TrainingArguments,
-    )
-
-    classes = (ModelArguments, DataArguments, TrainingArguments, FinetuningArguments,
-               GeneratingArguments)  # fmt: skip
-    known = {f.name for c in classes for f in dataclasses.fields(c)}
-    owned = {*train_config(SftParams("model", "out"), "data", "name", None), "deepspeed",
-             "max_steps"}  # fmt: skip
-    problems = []
-    for key in extra:
-        if key in owned:
-            problems.append(f"{key} is written by judgeflow (its sft.* key, or fixed): not here")
-        elif key not in known:
-            near = get_close_matches(key, sorted(known), n=3)
-            hint = f" (did you mean {', '.join(near)}?)" if near else ""
-            problems.append(f"{key} is not an argument of LLaMA-Factory's train command{hint}")
-    return problems
 
 
 @dataclass(frozen=True)

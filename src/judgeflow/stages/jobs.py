@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -41,7 +40,7 @@ METRICS_SPOOL = "metrics-spool.jsonl"
 #: (`JUDGEFLOW_MLFLOW_WAIT_S` overrides it).
 MLFLOW_WAIT_S = 60.0
 
-logger = logging.getLogger("judgeflow.stages.jobs")  # also when run as __main__
+logger = logging.getLogger(__name__)
 
 
 def job_spec(
@@ -81,7 +80,7 @@ def job_spec(
     }
     return JobSpec(
         name=name,
-        command=[PYTHON, "-m", "judgeflow.stages.jobs", str(workdir / STAGE_INPUT)],
+        command=[PYTHON, "-m", "judgeflow.stages.jobs_main", str(workdir / STAGE_INPUT)],
         workdir=str(workdir),
         env=env,
         secrets_file=str(workdir / STAGE_INPUT),
@@ -275,11 +274,11 @@ def run_stage_job(input_file: str | Path) -> dict[str, Any] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m judgeflow.stages.jobs INPUT_JSON`: what a stage's job runs."""
+    """`python -m judgeflow.stages.jobs_main INPUT_JSON`: what a stage's job runs."""
     import argparse
 
     parser = argparse.ArgumentParser(
-        prog="python -m judgeflow.stages.jobs", description=main.__doc__
+        prog="python -m judgeflow.stages.jobs_main", description=main.__doc__
     )
     parser.add_argument("input_file", type=Path, help="the stage's input.json")
     args = parser.parse_args(argv)
@@ -290,7 +289,3 @@ def main(argv: list[str] | None = None) -> int:
         run_stage_job(args.input_file)
     logger.info("stage finished: %s", args.input_file.parent / RESULT_FILE)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -24,7 +24,6 @@ __all__ = [
     "GrpoParams",
     "grpo_config",
     "params_from",
-    "trl_extra_problems",
 ]
 
 
@@ -76,8 +75,8 @@ class GrpoParams:
     #: reward="rlvr": the reward's settings (`judgeflow.rewards.rlvr.score.compute_score`'s
     #: keywords: RewardRules fields and the sandbox's bounds).
     rlvr_rules: Mapping[str, Any] = field(default_factory=dict)
-    #: Any other field of TRL's GRPOConfig, by its name (`grpo.trl_extra`; `trl_extra_problems`
-    #: refuses unknown ones and those judgeflow sets).
+    #: Any other field of TRL's GRPOConfig, by its name (`grpo.trl_extra`, checked by
+    #: `config.passthrough`).
     trl_extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -187,28 +186,6 @@ def grpo_config(params: GrpoParams, *, has_eval: bool, rewards: int | None = Non
     if clash := sorted(set(arguments) & set(params.trl_extra)):
         raise ValueError(f"grpo.trl_extra sets {clash}, which judgeflow sets itself")
     return GRPOConfig(**arguments, **params.trl_extra)
-
-
-def trl_extra_problems(extra: Mapping[str, Any]) -> list[str]:
-    """What is wrong with `grpo.trl_extra`'s keys: each must be a field of TRL's GRPOConfig
-    that judgeflow does not set itself (those have `grpo.*` keys, or are fixed: the output
-    folder, the reporting, vLLM off)."""
-    import dataclasses
-    from difflib import get_close_matches
-
-    from trl import GRPOConfig
-
-    fields = {f.name for f in dataclasses.fields(GRPOConfig)}
-    owned = set(_config_arguments(GrpoParams("model", "out", "pointwise"), has_eval=True))
-    problems = []
-    for key in extra:
-        if key in owned:
-            problems.append(f"{key} is set by judgeflow (its grpo.* key, or fixed): not here")
-        elif key not in fields:
-            near = get_close_matches(key, sorted(fields), n=3)
-            hint = f" (did you mean {', '.join(near)}?)" if near else ""
-            problems.append(f"{key} is not a field of TRL's GRPOConfig{hint}")
-    return problems
 
 
 def _config_arguments(
