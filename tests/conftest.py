@@ -70,7 +70,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """scripts/test runs two pytest-xdist workers: every test goes to whichever is free, except
+    """scripts/test runs three pytest-xdist workers: every test goes to whichever is free, except
     the `SHARED` ones. (xdist's own `--dist loadgroup` marks do not take under pytest 9.)"""
     from xdist.scheduler import LoadScopeScheduling
 

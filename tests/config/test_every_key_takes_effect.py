@@ -230,6 +230,8 @@ SPECIAL = {  # a valid changed value where the generic rule would not give one
     "grpo.extra_overrides": ["trainer.balance_batch=false"],
     "grpo.trl_extra": {"weight_decay": 0.01},
     "sft.extra": {"weight_decay": 0.01},
+    "tracking.wandb.project": "judgeflow",  # verl's W&B project is the MLflow experiment
+    "tracking.wandb.tags": ["nightly"],
     "grpo.train_batch_size": 8,
     "grpo.ppo_mini_batch_size": 8,
     "grpo.rollout_n": 8,
@@ -294,6 +296,9 @@ def setups(key: str) -> list[tuple[str, list[str]]]:
     else:
         recipes = ["grpo-pointwise", "grpo-pairwise", "grrm-full"]
     runs = [verl] if owner in ("verl", "slurm") else [trl_] if owner == "trl" else [trl_, verl]
+    if key.startswith("tracking.wandb."):  # verl's W&B project is its MLflow experiment
+        on = [] if key == "tracking.wandb.project" else ["tracking.wandb.project=judgeflow"]
+        runs = [[*o, "tracking.experiment=judgeflow", *on] for o in runs]
     if key.startswith("reward."):  # read where a judge pays
         paid = PAID_BY_A_SERVED_JUDGE if key in SERVED_JUDGE_KEYS else PAID_BY_A_JUDGE
         recipes, runs = ["rlvr-judged"], [[*o, *paid] for o in runs]

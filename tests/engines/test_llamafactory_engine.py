@@ -438,6 +438,25 @@ def test_the_config_knows_every_argument_judgeflow_writes_for_llamafactory() -> 
     assert written == LLAMAFACTORY_WRITTEN
 
 
+@pytest.mark.usefixtures("llamafactory_env")
+def test_tracking_wandb_makes_llamafactory_report_to_wandb(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With tracking.wandb the SFT YAML reports to W&B (LLaMA-Factory's own parse reads it);
+    the W&B run is named by the job's variables, as TRL's."""
+    from judgeflow.config import load_config
+
+    cfg = load_config("grrm-full", overrides=["model.path=Qwen/Qwen2.5-7B",
+                                              "tracking.wandb.project=grrm"])  # fmt: skip
+    work = tmp_path / "sft" / "judgeflow"
+    write_dataset_info(work, "judgeflow_sft", tmp_path / "sft.parquet")
+    yaml_path = write_train_yaml(params_from(cfg, tmp_path / "sft"), work, "judgeflow_sft",
+                                 work / "sft.yaml")  # fmt: skip
+    assert llamafactory_train_args(yaml_path, monkeypatch).training.report_to == ["wandb"]
+    plain = load_config("grrm-full", overrides=["model.path=Qwen/Qwen2.5-7B"])
+    assert params_from(plain, tmp_path).report_to == "none"
+
+
 @pytest.mark.parametrize(
     ("extra", "said"),
     [

@@ -16,6 +16,7 @@ import pytest
 from judgeflow.engines.trl import (
     GrpoParams,
     map_trl_logs,
+    params_from,
     read_data_order,
     reward_functions,
     train_grpo,
@@ -330,3 +331,31 @@ def test_a_judge_paid_step_logs_the_judges_rates_over_its_rollouts_only(
         assert asked >= 2  # an empty answer is not asked; the tiny model writes something
         assert metrics["train/judge_format_failure_rate"] == pytest.approx(1 / 4)
         assert metrics["train/judge_inconsistent_rate"] == pytest.approx(1 / 4)
+
+
+def test_tracking_wandb_offline_writes_the_stages_w_and_b_run(
+    tmp_path: Path, setup: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With tracking.wandb, TRL reports to W&B too: in offline mode (no network) a real W&B run
+    is written, named by the train job's variables (`<MLflow run id>-<stage>`)."""
+    from dataclasses import replace
+
+    from judgeflow.config import load_config
+
+    cfg = load_config("grpo-pointwise", overrides=["tracking.wandb.project=judges",
+                      "tracking.wandb.mode=offline", "tracking.wandb.tags=[nightly]"])  # fmt: skip
+    from judgeflow.stages import job_spec
+
+    job_env = job_spec(cfg, "train", "abc123", {}, dry_run=True).env  # what the train job gets
+    assert job_env["WANDB_RUN_GROUP"] == "abc123" and job_env["WANDB_TAGS"] == "nightly"
+    for name, value in job_env.items():
+        if name.startswith("WANDB_"):
+            monkeypatch.setenv(name, value)
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    model, train = setup
+    params = replace(_params(model, tmp_path / "run", max_steps=1), report_to="wandb")
+    assert params_from(cfg, "/out").report_to == "wandb"  # what a run with it gets
+    train_grpo(params, train, resume=False)
+    [run] = (tmp_path / "wandb").glob("offline-run-*-abc123-train")
+    assert (run / "run-abc123-train.wandb").stat().st_size > 0  # the run's records, to sync

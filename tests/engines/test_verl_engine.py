@@ -359,6 +359,29 @@ def test_env_vars_go_to_ray_runtime_env() -> None:
         fixed_render("grpo-pointwise", env_vars={"A-B": "x"})
 
 
+def test_tracking_wandb_adds_verls_wandb_logger_and_forwards_its_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """verl logs to W&B too when tracking.wandb names a project; its project is the MLflow
+    experiment (verl names both from trainer.project_name), so another is refused."""
+    from judgeflow.config import ConfigError
+    from judgeflow.engines.verl import _loggers
+
+    on = ["tracking.experiment=judges", "tracking.wandb.project=judges"]
+    rendered = parse(fixed_render("grpo-pointwise", overrides=on))
+    assert rendered["trainer.logger"] == ["console", "mlflow", "wandb"]
+    assert rendered["trainer.project_name"] == "judges"
+    assert parse(fixed_render("grpo-pointwise"))["trainer.logger"] == ["console", "mlflow"]
+    assert _loggers(load_config("grpo-pointwise", overrides=[*on, "grpo.logger=[wandb]"])) == [
+        "wandb"
+    ]
+    with pytest.raises(ConfigError, match="verl names its W&B project and its MLflow experiment"):
+        load_config("grpo-pointwise", overrides=["cluster.backend=slurm", "engine=verl",
+                                                 "tracking.wandb.project=elsewhere"])  # fmt: skip
+    # TRL takes any project
+    load_config("grpo-pointwise", overrides=["engine=trl", "tracking.wandb.project=elsewhere"])
+
+
 def test_naive_manager_gets_no_dapo_kwargs_and_batch_is_refused() -> None:
     assert not any("reward_kwargs" in o for o in fixed_render("grpo-pointwise"))
     with pytest.raises(ValueError, match="one sample at a time"):
@@ -606,6 +629,29 @@ def test_train_verl_trains_merges_and_links_mlflow(
         _params(cfg, ckpt, tracking_uri="http://h:1"), ["t"], ["v"], runner=Recorder(None)
     )
     assert again.resumed_from == "global_step_400"
+
+
+def test_train_verl_forwards_the_jobs_wandb_variables_but_not_its_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """verl's TaskRunner gets W&B's variables through Ray's runtime env, as MLflow's; the API
+    key stays in the job's environment (verl logs its whole config)."""
+    monkeypatch.setenv("JUDGEFLOW_HOME", str(tmp_path / "home"))
+    cfg = load_config("grrm-rlvr", overrides=["tracking.wandb.project=grrm"])
+    for name, value in cfg.tracking.wandb.env("run42", "train").items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("WANDB_API_KEY", "canary-key")
+    ckpt = tmp_path / "ckpt"
+    rec = Recorder(ckpt, steps=[2], log=["step:2 - critic/score/mean:0.5"])
+    train_verl(_params(cfg, ckpt, tracking_uri="http://h:1"), ["t"], ["v"], mlflow_run_id="run42",
+               runner=rec)  # fmt: skip
+    (train_cmd, _), _ = rec.calls
+    rendered = parse(train_cmd[3:])
+    forwarded = "ray_kwargs.ray_init.runtime_env.env_vars."
+    assert rendered[forwarded + "WANDB_RUN_ID"] == "run42-train"
+    assert rendered[forwarded + "WANDB_PROJECT"] == "grrm"
+    assert "wandb" in rendered["trainer.logger"]
+    assert "canary-key" not in " ".join(train_cmd)
 
 
 def test_train_verl_failures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -93,11 +93,42 @@ class ClusterConfig(Section):
         return value
 
 
+class WandbConfig(Section):
+    """Weights & Biases beside MLflow: off unless `project` is set. Each stage's job is a W&B
+    run `<MLflow run id>-<stage>` in the group of the MLflow run (which records the project);
+    the API key is a secret (`cluster.secrets: {WANDB_API_KEY: env:…}`), never a key here."""
+
+    project: str | None = Field(None, description="W&B project; unset: no W&B")
+    entity: str | None = Field(None, description="W&B entity (team or user); unset: W&B's default")
+    mode: Literal["online", "offline", "disabled"] = Field(
+        "online", description="W&B mode: offline writes the runs to disk only (wandb sync later)"
+    )
+    tags: list[str] = Field(default_factory=list, description="W&B tags of every run")
+
+    def env(self, run_id: str, stage: str) -> dict[str, str]:
+        """What a stage's job sets for W&B (its variables; none without a project)."""
+        if not self.project:
+            return {}
+        return {
+            "WANDB_PROJECT": self.project,
+            **({"WANDB_ENTITY": self.entity} if self.entity else {}),
+            "WANDB_MODE": self.mode,
+            **({"WANDB_TAGS": ",".join(self.tags)} if self.tags else {}),
+            "WANDB_RUN_GROUP": run_id,
+            "WANDB_RUN_ID": f"{run_id}-{stage}",
+            "WANDB_NAME": f"{stage} ({run_id})",
+            "WANDB_RESUME": "allow",  # a requeued job goes on in the same W&B run
+        }
+
+
 class TrackingConfig(Section):
-    """Where MLflow records the run: its experiment and tracking server."""
+    """Where MLflow records the run: its experiment and tracking server; W&B beside it."""
 
     experiment: str = Field("judgeflow", description="MLflow experiment")
     tracking_uri: str | None = Field(None, description="default: $MLFLOW_TRACKING_URI or sqlite")
+    wandb: WandbConfig = Field(
+        default_factory=WandbConfig, description="Weights & Biases beside MLflow (off by default)"
+    )
 
 
 class StorageConfig(Section):

@@ -88,6 +88,17 @@ with warnings.catch_warnings():
                 and not self.cluster.gpus_per_node
             ):
                 raise ValueError("engine=verl needs GPUs: set cluster.gpus_per_node")
+            w = self.tracking.wandb
+            if (
+                w.project
+                and self.resolved_engine == "verl"
+                and w.project != self.tracking.experiment
+            ):
+                raise ValueError(
+                    f"tracking.wandb.project={w.project}: verl names its W&B project and its "
+                    f"MLflow experiment alike (trainer.project_name), so it must be "
+                    f"tracking.experiment ({self.tracking.experiment})"
+                )
             if self.mode != "grrm" and self.sft.enabled and not self.sft.source:
                 raise ValueError("sft.enabled needs sft.source: the `messages` rows to train on")
             if self.reward.paid_by_judge and self.mode != "rlvr":

@@ -109,6 +109,7 @@ class SftParams:
     plot_loss: bool = True  # training_loss.png in output_dir, as the reference
     ddp_timeout: int = 180000000
     extra: Mapping[str, Any] = field(default_factory=dict)  # any other LLaMA-Factory key
+    report_to: str = "none"  # "wandb" with tracking.wandb (the job's WANDB_* say where)
 
     def __post_init__(self) -> None:
         if self.per_device_train_batch_size < 1 or self.gradient_accumulation_steps < 1:
@@ -141,6 +142,7 @@ def params_from(cfg: RunConfig, output_dir: str | Path) -> SftParams:
         preprocessing_num_workers=s.preprocessing_num_workers,
         dataloader_num_workers=s.dataloader_num_workers,
         extra=dict(s.extra),
+        report_to="wandb" if cfg.tracking.wandb.project else "none",
     )
 
 
@@ -250,7 +252,7 @@ def train_config(
         "save_steps": params.save_steps,
         "plot_loss": params.plot_loss,
         "overwrite_output_dir": params.overwrite_output_dir,
-        "report_to": "none",  # metrics leave through judgeflow's sink only
+        "report_to": params.report_to,  # metrics reach MLflow through judgeflow's sink only
         "per_device_train_batch_size": params.per_device_train_batch_size,
         "gradient_accumulation_steps": params.gradient_accumulation_steps,
         "learning_rate": params.learning_rate,

@@ -263,7 +263,7 @@ def verl_overrides(
             (f"+custom_reward_function.reward_kwargs.{key}", value)
             for key, value in _reward_kwargs(cfg, judged, unscored_judge, served_judge).items()
         ),
-        ("trainer.logger", list(g.logger)),
+        ("trainer.logger", _loggers(cfg)),
         ("trainer.project_name", cfg.tracking.experiment),
         ("trainer.experiment_name", experiment_name or cfg.recipe),
         ("trainer.nnodes", nodes),
@@ -285,6 +285,12 @@ def verl_overrides(
             raise ValueError(f"not an environment variable name: {name!r}")
         items.append((f"+ray_kwargs.ray_init.runtime_env.env_vars.{name}", str(value)))
     return [f"{key}={hydra_value(value)}" for key, value in items] + list(g.extra_overrides)
+
+
+def _loggers(cfg: RunConfig) -> list[str]:
+    """verl's loggers: `grpo.logger`, with wandb when tracking.wandb names a project."""
+    logger = list(cfg.grpo.logger)
+    return [*logger, "wandb"] if cfg.tracking.wandb.project and "wandb" not in logger else logger
 
 
 def main_ppo_command(cfg: RunConfig, *, python: str = sys.executable, **kwargs: Any) -> list[str]:
@@ -486,6 +492,10 @@ def train_verl(
     tracker_file = Path(params.checkpoint_dir) / TRACKER_FILE
     resumed = tracker_file.read_text().strip() if tracker_file.exists() else None
     forwarded = mlflow_env(uri, mlflow_run_id) if "mlflow" in cfg.grpo.logger else {}
+    if "wandb" in _loggers(cfg):  # W&B's variables (the job has them) reach the TaskRunner
+        forwarded |= {
+            k: v for k, v in os.environ.items() if k.startswith("WANDB_") and k != "WANDB_API_KEY"
+        }
     command = main_ppo_command(
         cfg,
         python=params.python,

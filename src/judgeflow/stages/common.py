@@ -90,6 +90,16 @@ def _short_hash(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
 
 
+def _wandb_tags(cfg: RunConfig) -> dict[str, str]:
+    """Where the run's W&B runs are: the project (`entity/project`); each stage's W&B run is
+    `<this run's id>-<stage>`, grouped under this run's id."""
+    w = cfg.tracking.wandb
+    if not w.project:
+        return {}
+    return {"judgeflow.wandb.project": f"{w.entity}/{w.project}" if w.entity else w.project,
+            "judgeflow.wandb.mode": w.mode}  # fmt: skip
+
+
 @retrying("open the MLflow run")
 def start_tracking(
     cfg: RunConfig, *, run_name: str | None = None, tags: dict[str, str] | None = None
@@ -107,6 +117,7 @@ def start_tracking(
             "judgeflow.config_hash": cfg.fingerprint(),
             "judgeflow.base_model": cfg.model.path,
             "judgeflow.git_commit": git_commit(Path(__file__).parent) or "unknown",
+            **_wandb_tags(cfg),
             **(tags or {}),
         },
     )

@@ -77,6 +77,7 @@ def job_spec(
         "MLFLOW_RUN_ID": run_id,
         "JUDGEFLOW_HOME": str(judgeflow_home()),
         "HF_HUB_DISABLE_TELEMETRY": "1",
+        **cfg.tracking.wandb.env(run_id, name),  # W&B beside MLflow, when a project is named
     }
     return JobSpec(
         name=name,

@@ -78,6 +78,8 @@ class GrpoParams:
     #: Any other field of TRL's GRPOConfig, by its name (`grpo.trl_extra`, checked by
     #: `config.passthrough`).
     trl_extra: Mapping[str, Any] = field(default_factory=dict)
+    #: "wandb": TRL reports to W&B too (tracking.wandb; the job's WANDB_* variables say where)
+    report_to: Literal["none", "wandb"] = "none"
 
     def __post_init__(self) -> None:
         completions = self.prompts_per_step * self.num_generations
@@ -173,6 +175,7 @@ def params_from(
         filter_zero_std_samples=g.filter_zero_std_samples,
         rlvr_rules=cfg.policy_reward_kwargs(served=served_judge),  # and the paying judge
         trl_extra=dict(g.trl_extra),
+        report_to="wandb" if cfg.tracking.wandb.project else "none",
     )
 
 
@@ -238,6 +241,6 @@ def _config_arguments(
         gradient_checkpointing=params.gradient_checkpointing,
         use_vllm=False,
         dataloader_num_workers=0,
-        report_to="none",  # metrics leave through the sink only
+        report_to=params.report_to,  # metrics reach MLflow through the sink only
         log_completions=False,
     )
