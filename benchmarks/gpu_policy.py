@@ -359,13 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge:
         if not (args.commit and args.json):
             parser.error("--merge needs --commit and --json")
-        results = merge(args.merge, args.commit)
-        args.json.write_text(json.dumps(results, indent=2, default=str) + "\n")
-        text = render(results)
-        print(text)
-        if args.table:
-            args.table.write_text(text)
-        return 0
+        return _finish(merge(args.merge, args.commit), args)
     if args.data is None:
         parser.error("--data is required")
     out = args.out or Path(tempfile.mkdtemp(prefix="gpu_policy-"))
@@ -422,6 +416,11 @@ def main(argv: list[str] | None = None) -> int:
         throughput(args.data, out, sizes, args.rollouts, results["throughput"])
     except Exception as exc:  # the runs' figures are written all the same
         results["throughput_error"] = repr(exc)
+    return _finish(results, args)
+
+
+def _finish(results: dict[str, Any], args: argparse.Namespace) -> int:
+    """Write the results file (--json) and print (and --table) its table."""
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str) + "\n")
     text = render(results)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from difflib import get_close_matches
 from typing import Any
 
-__all__ = ["LLAMAFACTORY_WRITTEN", "TRL_SET", "llamafactory_problems", "trl_problems"]
+__all__ = ["LLAMAFACTORY_WRITTEN", "TRL_SET", "checked", "llamafactory_problems", "trl_problems"]
 
 #: The LLaMA-Factory train arguments judgeflow writes.
 LLAMAFACTORY_WRITTEN = frozenset({
@@ -35,6 +35,16 @@ TRL_SET = frozenset({
     "reward_weights", "save_steps", "save_strategy", "save_total_limit", "scale_rewards", "seed",
     "shuffle_dataset", "temperature", "top_k", "top_p", "use_cpu", "use_vllm", "warmup_ratio",
 })  # fmt: skip
+
+
+def checked(extra: dict[str, Any], engine: str) -> dict[str, Any]:
+    """`extra` when the engine (`llamafactory` or `trl`) has every key of it; else a ValueError
+    naming each problem. The engine is imported only to check keys someone set."""
+    if extra:
+        problems = (llamafactory_problems if engine == "llamafactory" else trl_problems)(extra)
+        if problems:
+            raise ValueError("; ".join(problems))
+    return extra
 
 
 def llamafactory_problems(extra: Mapping[str, Any]) -> list[str]:

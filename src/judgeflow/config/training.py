@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from judgeflow.config.passthrough import checked
 from judgeflow.config.section import Section
 
 
@@ -65,12 +66,7 @@ class SftConfig(Section):
     @field_validator("extra")
     @classmethod
     def _llamafactory_arguments(cls, extra: dict[str, Any]) -> dict[str, Any]:
-        if extra:  # LLaMA-Factory is imported only to check keys someone set
-            from judgeflow.config.passthrough import llamafactory_problems
-
-            if problems := llamafactory_problems(extra):
-                raise ValueError("; ".join(problems))
-        return extra
+        return checked(extra, "llamafactory")
 
 
 class GrpoConfig(Section):
@@ -207,9 +203,4 @@ class GrpoConfig(Section):
     @field_validator("trl_extra")
     @classmethod
     def _grpo_config_fields(cls, extra: dict[str, Any]) -> dict[str, Any]:
-        if extra:  # TRL is imported only to check keys someone set
-            from judgeflow.config.passthrough import trl_problems
-
-            if problems := trl_problems(extra):
-                raise ValueError("; ".join(problems))
-        return extra
+        return checked(extra, "trl")
