@@ -105,20 +105,6 @@ def string_matcher(prediction: str, label: Any) -> float:
     return float(normalize_answer(answer) == normalize_answer(label))
 
 
-def reference_f1(prediction: str, label: Any) -> float:
-    """open-instruct's ``F1Verifier``: token F1 of the answer (thinking removed) against the
-    reference, SQuAD-normalised; a list of references scores its best."""
-    answer = normalize_answer(remove_thinking_section(prediction)).split()
-    best = 0.0
-    for reference in label if isinstance(label, list | tuple) else [label]:
-        truth = normalize_answer(str(reference)).split()
-        same = sum((Counter(answer) & Counter(truth)).values())
-        if same:
-            precision, recall = same / len(answer), same / len(truth)
-            best = max(best, 2 * precision * recall / (precision + recall))
-    return best
-
-
 def _f1(prediction: str, truth: str) -> float:
     """open-instruct's ``f1_score(...)["f1"]``: token F1, both sides SQuAD-normalised."""
     answer, reference = normalize_answer(prediction).split(), normalize_answer(truth).split()
@@ -127,6 +113,14 @@ def _f1(prediction: str, truth: str) -> float:
         return 0.0
     precision, recall = same / len(answer), same / len(reference)
     return 2 * precision * recall / (precision + recall)
+
+
+def reference_f1(prediction: str, label: Any) -> float:
+    """open-instruct's ``F1Verifier``: token F1 of the answer (thinking removed) against the
+    reference, SQuAD-normalised; a list of references scores its best."""
+    answer = remove_thinking_section(prediction)
+    references = label if isinstance(label, list | tuple) else [label]
+    return max((_f1(answer, str(reference)) for reference in references), default=0.0)
 
 
 def string_f1(prediction: str, label: Any) -> float:
