@@ -136,3 +136,49 @@ def zero_variance_table(source: Path) -> str:
         f"`{source.relative_to(REPO)}`: {describe(results)}.",
     ]
     return "\n".join(lines)
+
+
+def lora_table(source: Path) -> str:
+    """benchmarks/lora.py: the tiny pointwise demo with full fine-tuning and with LoRA."""
+    results = read_json(source)
+    if not results.get("complete"):
+        raise ValueError(f"{source}: the benchmark did not finish; run it again")
+    lines = [
+        "| data.seed | fine-tuning | GRPO trainable parameters | s per GRPO step "
+        "| peak RSS SFT / GRPO (MiB) | SFT s | exact_match SFT → GRPO "
+        "| reward_mean SFT → GRPO | format failures after |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for run in results["runs"]:
+        lines.append(
+            f"| {run['seed']} | {'LoRA' if run['lora'] else 'full'} "
+            f"| {run['grpo_trainable_params']:,.0f} | {run['grpo_seconds_per_step']:.2f} "
+            f"| {run['sft_peak_rss_mib']:.0f} / {run['grpo_peak_rss_mib']:.0f} "
+            f"| {run['sft_seconds']:.1f} "
+            f"| {run['sft_exact_match']:.3f} → {run['after_exact_match']:.3f} "
+            f"| {run['sft_reward_mean']:.3f} → {run['after_reward_mean']:.3f} "
+            f"| {run['after_format_failure_rate']:.3f} |"
+        )
+
+    def mean(key: str, lora: bool) -> float:
+        runs = [r[key] for r in results["runs"] if r["lora"] == lora]
+        return sum(runs) / len(runs)
+
+    seeds = len({r["seed"] for r in results["runs"]})
+    learnt = sum(
+        r["after_exact_match"] > r["sft_exact_match"] for r in results["runs"] if r["lora"]
+    )
+    lines += [
+        "",
+        f"Full → LoRA, means over {seeds} seeds: {mean('grpo_seconds_per_step', False):.2f} → "
+        f"{mean('grpo_seconds_per_step', True):.2f} s per GRPO step, GRPO peak RSS "
+        f"{mean('grpo_peak_rss_mib', False):.0f} → {mean('grpo_peak_rss_mib', True):.0f} MiB, "
+        f"exact_match after GRPO {mean('after_exact_match', False):.3f} → "
+        f"{mean('after_exact_match', True):.3f}; with LoRA GRPO raised exact_match above the "
+        f"SFT model's on {learnt} of {seeds} seeds. LoRA's settings: "
+        + ", ".join(f"`{s}`" for s in results["lora_sets"])
+        + ".",
+        "",
+        f"`{source.relative_to(REPO)}`: {describe(results)}.",
+    ]
+    return "\n".join(lines)

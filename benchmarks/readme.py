@@ -49,6 +49,7 @@ from figures_judge_demos import (
     demo_rules_table,
     demo_seeds_table,
     grrm_seeds_table,
+    lora_table,
     zero_variance_table,
 )
 from figures_pipeline import benchmarks_table, cached_rerun, demo_minutes, fresh_demo
@@ -104,6 +105,7 @@ REGIONS: dict[str, Region] = {
     "demo-rules": Region("benchmarks/results/demo-rules.json", demo_rules_table),
     "grrm-seeds": Region("benchmarks/results/demo-seeds-grrm.json", grrm_seeds_table),
     "zero-variance": Region("benchmarks/results/zero-variance.json", zero_variance_table),
+    "lora": Region("benchmarks/results/lora.json", lora_table),
     "rlvr-seeds": Region("benchmarks/results/demo-seeds-rlvr.json", rlvr_seeds_table),
     "rlvr-rules": Region("benchmarks/results/demo-rules-rlvr.json", rlvr_rules_table),
     "judged-seeds": Region("benchmarks/results/demo-seeds-judged.json", judged_seeds_table),

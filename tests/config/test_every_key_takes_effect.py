@@ -246,6 +246,7 @@ SPECIAL = {  # a valid changed value where the generic rule would not give one
     "tracking.tracking_uri": "http://mlflow.example:5000",
     "reward.judge_datasets": ["judge"],
     "reward.judge_panel": ["/models/second-judge"],
+    "grpo.lora.target": ["q_proj", "v_proj"],
 }
 #: A judge-paid policy whose judge needs no registry (a store URI), for the `reward.*` keys.
 PAID_BY_A_JUDGE = ["reward.judge=/models/judge", "reward.judge_mode=pointwise",
@@ -299,6 +300,10 @@ def setups(key: str) -> list[tuple[str, list[str]]]:
     if key.startswith("tracking.wandb."):  # verl's W&B project is its MLflow experiment
         on = [] if key == "tracking.wandb.project" else ["tracking.wandb.project=judgeflow"]
         runs = [[*o, "tracking.experiment=judgeflow", *on] for o in runs]
+    if key.startswith("sft.lora."):  # the adapter of finetuning_type lora
+        runs = [[*o, "sft.finetuning_type=lora"] for o in runs]
+    if key in ("grpo.lora.alpha", "grpo.lora.target"):  # read with LoRA on
+        runs = [[*o, "grpo.lora.rank=8"] for o in runs]
     if key.startswith("reward."):  # read where a judge pays
         paid = PAID_BY_A_SERVED_JUDGE if key in SERVED_JUDGE_KEYS else PAID_BY_A_JUDGE
         recipes, runs = ["rlvr-judged"], [[*o, *paid] for o in runs]
@@ -369,6 +374,23 @@ def test_a_key_for_another_engine_warns_by_name(override: str, engine: str, read
     reported: list[str] = []
     load_config(recipe, overrides=[engine, override], report=reported.append)
     assert len(reported) == 1 and key in reported[0]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "warned"),
+    [
+        (["sft.lora.rank=16"], "sft.lora.rank applies only with sft.finetuning_type=lora"),
+        (["grpo.lora.alpha=32"], "grpo.lora.alpha applies only with grpo.lora.rank > 0"),
+        (["grpo.lora.target=[q_proj]"], "grpo.lora.target applies only with grpo.lora.rank"),
+    ],
+)
+def test_a_lora_setting_without_lora_warns(overrides: list[str], warned: str) -> None:
+    with pytest.warns(IgnoredKeyWarning, match=re.escape(warned)):
+        load_config("grpo-pointwise", overrides=overrides)
+    with warnings.catch_warnings():  # with LoRA on, the same settings are read
+        warnings.simplefilter("error", IgnoredKeyWarning)
+        load_config("grpo-pointwise", overrides=[
+            "sft.finetuning_type=lora", "grpo.lora.rank=8", *overrides])  # fmt: skip
 
 
 def test_a_key_for_the_running_engine_does_not_warn() -> None:

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from judgeflow.config import load_config
 from judgeflow.data import prepare_grrm_sft
 from judgeflow.engines.llamafactory import (
     SftParams,
@@ -246,10 +247,50 @@ def test_real_sft_of_the_tiny_model_on_cpu(tmp_path: Path, tiny_model: Path) -> 
     assert model(ids).logits.shape[-1] >= len(tokenizer)
 
 
+def test_real_lora_sft_of_the_tiny_model_is_merged_before_anything_loads_it(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    """finetuning_type lora for real: LLaMA-Factory trains the adapter into `adapter/`, and its
+    export merges it into `output_dir`, a plain model that answers exactly as the base model
+    with the adapter on (and unlike the base model alone)."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    rows = [{"messages": [{"role": "user", "content": f"Is {i} even?"},
+                          {"role": "assistant", "content": "yes" if i % 2 == 0 else "no"}]}
+            for i in range(8)]  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "sft.parquet")
+    params = SftParams(
+        model_path=str(tiny_model), output_dir=str(tmp_path / "out"), template="qwen",
+        cutoff_len=128, per_device_train_batch_size=4, learning_rate=1e-2, warmup_ratio=0.0,
+        max_steps=3, bf16=False, preprocessing_num_workers=None, dataloader_num_workers=0,
+        plot_loss=False, finetuning_type="lora",
+        lora={"lora_rank": 4, "lora_alpha": 8, "lora_dropout": 0.0, "lora_target": "all"},
+    )  # fmt: skip
+    result = run_sft(params, tmp_path / "sft.parquet")
+
+    assert result.model_dir == tmp_path / "out" and result.steps == 3
+    assert result.metrics["sft/summary/peak_rss_mib"] > 0
+    adapter = tmp_path / "out" / "adapter"
+    config = json.loads((adapter / "adapter_config.json").read_text())
+    assert (config["r"], config["lora_alpha"]) == (4, 8)
+    merged = AutoModelForCausalLM.from_pretrained(result.model_dir)
+    assert not any("lora" in name for name, _ in merged.named_parameters())
+    assert next(merged.parameters()).dtype == torch.float32  # the precision it trained in
+    adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model), adapter)
+    ids = torch.tensor([[1, 2, 3, 4, 5]])
+    with torch.no_grad():
+        with adapted.disable_adapter():
+            base = adapted(ids).logits
+        on, got = adapted(ids).logits, merged(ids).logits
+    assert not torch.allclose(on, base, atol=1e-6)
+    torch.testing.assert_close(got, on, rtol=1e-4, atol=1e-5)
+
+
 def test_the_grrm_recipe_maps_onto_the_golden_file(tmp_path: Path) -> None:
     """`params_from` is the only road from a RunConfig to LLaMA-Factory: the recipe's SFT
     section, with the same fixed paths, renders exactly the reviewed YAML."""
-    from judgeflow.config import load_config
     from judgeflow.engines.llamafactory import params_from
 
     cfg = load_config(
@@ -345,7 +386,6 @@ def llamafactory_train_args(yaml_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 def grrm_gpu_yaml(tmp_path: Path) -> Path:
     """The files `run_sft` writes on a GPU node for the grrm-full recipe: `sft.bf16` resolves to
     true there, `sft.deepspeed` is the default "zero3" (the JSON is written beside the YAML)."""
-    from judgeflow.config import load_config
 
     cfg = load_config("grrm-full", overrides=["model.path=Qwen/Qwen2.5-7B", "sft.bf16=true"])
     assert cfg.sft.deepspeed == "zero3"
@@ -416,7 +456,6 @@ def test_sft_extra_reaches_llamafactory_through_its_own_parse(
 ) -> None:
     """`sft.extra` passes arguments judgeflow does not name: written into the YAML, read by
     LLaMA-Factory's own classes as the user meant them."""
-    from judgeflow.config import load_config
 
     extra = "sft.extra={weight_decay: 0.05, max_grad_norm: 0.5, mask_history: true}"
     cfg = load_config("grrm-full", overrides=["model.path=Qwen/Qwen2.5-7B", extra])
@@ -434,8 +473,35 @@ def test_the_config_knows_every_argument_judgeflow_writes_for_llamafactory() -> 
     engine writes: its train arguments, with and without the optional ones."""
     from judgeflow.config.passthrough import LLAMAFACTORY_WRITTEN
 
-    written = set(train_config(SftParams("m", "o", max_steps=5), "d", "n", "ds.json"))
+    cfg = load_config("grrm-full", overrides=["sft.finetuning_type=lora", "sft.max_steps=5"])
+    written = set(train_config(params_from(cfg, "o"), "d", "n", "ds.json"))
     assert written == LLAMAFACTORY_WRITTEN
+
+
+@pytest.mark.usefixtures("llamafactory_env")
+def test_sft_lora_reaches_llamafactory_through_its_own_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sft.lora.*` are LLaMA-Factory's `lora_*` arguments, read by its own classes as meant;
+    without finetuning_type lora none is written (and setting one warns)."""
+    from judgeflow.config import IgnoredKeyWarning
+
+    lora = ["sft.lora.rank=16", "sft.lora.alpha=8", "sft.lora.dropout=0.05",
+            "sft.lora.target=q_proj,v_proj"]  # fmt: skip
+    cfg = load_config("grrm-full", overrides=["sft.finetuning_type=lora", *lora])
+    work = tmp_path / "sft" / "judgeflow"
+    write_dataset_info(work, "judgeflow_sft", tmp_path / "sft.parquet")
+    yaml_path = write_train_yaml(params_from(cfg, tmp_path / "sft"), work, "judgeflow_sft",
+                                 work / "sft.yaml")  # fmt: skip
+    lf = llamafactory_train_args(yaml_path, monkeypatch)
+    f = lf.finetuning
+    assert (f.finetuning_type, f.lora_rank, f.lora_alpha, f.lora_dropout) == ("lora", 16, 8, 0.05)
+    assert f.lora_target == ["q_proj", "v_proj"]  # LLaMA-Factory splits the names itself
+
+    with pytest.warns(IgnoredKeyWarning, match="sft.lora.rank applies only with sft.finetuning"):
+        full = load_config("grrm-full", overrides=["sft.lora.rank=16"])
+    assert not {k for k in train_config(params_from(full, "o"), "d", "n", None)
+                if k.startswith("lora")}  # fmt: skip
 
 
 @pytest.mark.usefixtures("llamafactory_env")
@@ -444,7 +510,6 @@ def test_tracking_wandb_makes_llamafactory_report_to_wandb(
 ) -> None:
     """With tracking.wandb the SFT YAML reports to W&B (LLaMA-Factory's own parse reads it);
     the W&B run is named by the job's variables, as TRL's."""
-    from judgeflow.config import load_config
 
     cfg = load_config("grrm-full", overrides=["model.path=Qwen/Qwen2.5-7B",
                                               "tracking.wandb.project=grrm"])  # fmt: skip

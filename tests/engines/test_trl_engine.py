@@ -359,3 +359,65 @@ def test_tracking_wandb_offline_writes_the_stages_w_and_b_run(
     train_grpo(params, train, resume=False)
     [run] = (tmp_path / "wandb").glob("offline-run-*-abc123-train")
     assert (run / "run-abc123-train.wandb").stat().st_size > 0  # the run's records, to sync
+
+
+def test_lora_trains_an_adapter_resumes_and_registers_it_merged(
+    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """grpo.lora on TRL: only the adapter trains (the trainable count says so), a resumed run
+    goes on from the adapter's checkpoint, and `final` is the adapter merged into the start
+    model: a plain model, answering exactly as the start model with the adapter on. A scripted
+    pointwise judge pays 0-4 by position, so every group's rewards vary and the adapter moves."""
+    import dataclasses
+    import json
+
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from judgeflow.data.rlvr import prepare_rlvr
+    from judgeflow.inference import judge_reward
+
+    class Scripted:
+        mode = "pointwise"
+
+        def verdicts(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [{"valid": True, "score": k % 5} for k in range(len(rows))]
+
+    monkeypatch.setattr(judge_reward, "client_for", lambda settings: Scripted())
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"messages": [{"role": "user", "content": f"Name an animal ({i})."}],
+         "ground_truth": "A cat.", "dataset": "judge"} for i in range(4)
+    ]))  # fmt: skip
+    train = prepare_rlvr(rows, tmp_path / "rlvr.parquet", judge_datasets=["judge"]).train_path
+    out = tmp_path / "run"
+    rules = {"r1_style_format": "off", "judge_weights": "/unused", "judge_mode": "pointwise",
+             "judge_datasets": ["judge"], "judge_max_new_tokens": 8}  # fmt: skip
+    params = GrpoParams(
+        model_path=str(tiny_model), output_dir=str(out), reward="rlvr", learning_rate=1e-2,
+        num_generations=4, prompts_per_step=2, micro_batch_size=4, max_prompt_length=128,
+        max_completion_length=8, max_steps=2, save_steps=1, use_cpu=True, rlvr_rules=rules,
+        lora={"r": 4, "lora_alpha": 8, "target_modules": "all-linear"},
+    )  # fmt: skip
+    first = train_grpo(params, train)
+    assert first.global_step == 2 and (out / "checkpoint-2" / "adapter_config.json").is_file()
+    second = train_grpo(dataclasses.replace(params, max_steps=3), train)
+    assert second.resumed_from == out / "checkpoint-2" and second.global_step == 3
+
+    full = AutoModelForCausalLM.from_pretrained(tiny_model)
+    total = sum(p.numel() for p in full.parameters())
+    assert 0 < second.metrics["train/summary/trainable_params"] < total / 5
+    assert second.metrics["train/summary/peak_rss_mib"] > 0
+
+    merged = AutoModelForCausalLM.from_pretrained(second.final_model_dir)
+    assert not any("lora" in name for name, _ in merged.named_parameters())
+    assert (second.final_model_dir / "tokenizer.json").is_file()
+    adapted = PeftModel.from_pretrained(full, out / "adapter")
+    ids = torch.tensor([[1, 2, 3, 4, 5]])
+    with torch.no_grad():
+        with adapted.disable_adapter():
+            start = adapted(ids).logits
+        on, got = adapted(ids).logits, merged(ids).logits
+    assert not torch.allclose(on, start, atol=1e-6)  # the adapter learnt something
+    torch.testing.assert_close(got, on, rtol=1e-4, atol=1e-5)

@@ -9,9 +9,11 @@ Regenerate the golden files after an intended change with
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -550,6 +552,54 @@ def test_finish_checkpoint_merges_or_reuses_saved_hf_weights(tmp_path: Path) -> 
         finish_checkpoint(tmp_path / "none", runner=Recorder(None))
     with pytest.raises(VerlStageError, match="merger exited with code 1"):
         finish_checkpoint(fake_checkpoint(tmp_path / "c", [1]), runner=Recorder(None, codes=[1]))
+
+
+def test_finish_checkpoint_merges_a_lora_actors_adapter_with_the_alpha_it_trained_with(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    """verl's merger writes a LoRA actor's base weights and its adapter apart, the adapter's
+    alpha left at 0 (`BaseModelMerger.save_lora_adapter`, verl's own code, run here on a peft
+    model's state dict as the FSDP merger runs it on the gathered shards); the stage merges the
+    adapter with grpo.lora's alpha into a plain model answering as the LoRA actor did."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from verl.model_merger.base_model_merger import BaseModelMerger
+
+    torch.manual_seed(0)
+    actor = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(tiny_model),
+        LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"),
+    )
+    with torch.no_grad():  # a trained adapter: B is no longer zero
+        for name, weight in actor.named_parameters():
+            if "lora_B" in name:
+                weight.normal_(0, 0.5)
+    ckpt = fake_checkpoint(tmp_path, [5])
+
+    def verls_merger(command: Sequence[str], env: Any, on_line: Any = None) -> int:
+        target = Path(command[command.index("--target_dir") + 1])
+        merger = types.SimpleNamespace(config=types.SimpleNamespace(target_dir=str(target)))
+        state = {k: v.clone() for k, v in actor.state_dict().items()}
+        # renames the base weights in place, as FSDPModelMerger.merge_and_save has it do
+        assert BaseModelMerger.save_lora_adapter(merger, state)
+        AutoModelForCausalLM.from_pretrained(tiny_model).save_pretrained(target, state_dict=state)
+        AutoTokenizer.from_pretrained(tiny_model).save_pretrained(target)
+        return 0
+
+    step, model_dir = finish_checkpoint(ckpt, runner=verls_merger, lora_alpha=8)
+    assert step == 5 and model_dir.name == "merged_lora_hf"
+    adapter = json.loads((ckpt / "global_step_5" / MERGED_DIRNAME / "lora_adapter" /
+                          "adapter_config.json").read_text())  # fmt: skip
+    assert adapter["lora_alpha"] == 8  # verl left 0
+    merged = AutoModelForCausalLM.from_pretrained(model_dir)
+    ids = torch.tensor([[1, 2, 3, 4, 5]])
+    with torch.no_grad():
+        want, got = actor(ids).logits, merged(ids).logits
+        with actor.disable_adapter():
+            assert not torch.allclose(actor(ids).logits, want, atol=1e-4)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    assert (model_dir / "tokenizer.json").is_file()
 
 
 def _params(cfg: Any, ckpt: Path, **kwargs: Any) -> VerlParams:

@@ -78,6 +78,27 @@ def test_recipe_composes_and_passes_verls_validation(recipe: str) -> None:
     assert Path(config.custom_reward_function.path).is_file()
 
 
+def test_grpo_lora_reaches_verls_model_config_and_passes_its_checks() -> None:
+    """grpo.lora renders verl's LoRA keys (and the safetensors load its LoRA guide asks of the
+    rollout); verl's own validation and typed model config read them as meant. The evaluation
+    of the merged model renders none."""
+    from verl.workers.config import HFModelConfig
+
+    lora = ["grpo.lora.rank=8", "grpo.lora.alpha=32", "grpo.lora.target=[q_proj,v_proj]"]
+    config = composed("grpo-pointwise", overrides=lora)
+    OmegaConf.resolve(config)
+    verl_validate(config)
+    model = config.actor_rollout_ref.model
+    assert (model.lora_rank, model.lora_alpha) == (8, 32)
+    assert list(model.target_modules) == ["q_proj", "v_proj"]
+    assert config.actor_rollout_ref.rollout.load_format == "safetensors"
+    # verl's typed model config (it loads the model's files, so only its fields are checked)
+    assert {"lora_rank", "lora_alpha", "target_modules"} <= set(HFModelConfig.__dataclass_fields__)
+    default = composed("grpo-pointwise", overrides=["grpo.lora.rank=8"])
+    assert default.actor_rollout_ref.model.lora_alpha == 16  # unset: 2 x rank
+    assert composed("grpo-pointwise").actor_rollout_ref.model.lora_rank == 0
+
+
 def test_overrides_that_verl_rejects_are_caught_on_cpu() -> None:
     """A batch that does not divide over the GPUs fails here, not on the first GPU run."""
     config = composed("grpo-pointwise", overrides=["grpo.train_batch_size=95"])

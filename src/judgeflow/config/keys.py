@@ -126,7 +126,21 @@ def ignored_keys(cfg: RunConfig, keys: Iterable[str]) -> list[str]:
                     f"{key} is read only by the {' and '.join(names)} {kind}; this run uses "
                     f"{running[kind]} and ignores it"
                 )
+        if unused := _lora_unused(cfg, key):
+            reasons.append(unused)
     return reasons
+
+
+def _lora_unused(cfg: RunConfig, key: str) -> str | None:
+    """Why a LoRA setting does nothing in a run without LoRA, if it does not."""
+    if (key == "sft.lora" or key.startswith("sft.lora.")) and cfg.sft.finetuning_type != "lora":
+        return (
+            f"{key} applies only with sft.finetuning_type=lora (this run: "
+            f"{cfg.sft.finetuning_type}) and is ignored"
+        )
+    if key in ("grpo.lora.alpha", "grpo.lora.target") and not cfg.grpo.lora.enabled:
+        return f"{key} applies only with grpo.lora.rank > 0 (this run: 0, no LoRA) and is ignored"
+    return None
 
 
 #: Where a paying judge is named by URL; credentials there reach verl's command line.

@@ -18,7 +18,8 @@ __all__ = ["LLAMAFACTORY_WRITTEN", "TRL_SET", "checked", "llamafactory_problems"
 LLAMAFACTORY_WRITTEN = frozenset({
     "bf16", "cutoff_len", "dataloader_num_workers", "dataset", "dataset_dir", "ddp_timeout",
     "deepspeed", "do_train", "finetuning_type", "flash_attn", "fp16",
-    "gradient_accumulation_steps", "learning_rate", "logging_steps", "lr_scheduler_type",
+    "gradient_accumulation_steps", "learning_rate", "logging_steps", "lora_alpha",
+    "lora_dropout", "lora_rank", "lora_target", "lr_scheduler_type",
     "max_steps", "model_name_or_path", "num_train_epochs", "output_dir", "overwrite_cache",
     "overwrite_output_dir", "per_device_train_batch_size", "plot_loss",
     "preprocessing_num_workers", "report_to", "save_steps", "seed", "stage", "template",

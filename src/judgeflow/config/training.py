@@ -10,6 +10,45 @@ from judgeflow.config.passthrough import checked
 from judgeflow.config.section import Section
 
 
+class SftLoraConfig(Section):
+    """The adapter LLaMA-Factory trains with `sft.finetuning_type: lora` (its `lora_*` arguments);
+    merged into the base model (LLaMA-Factory's export) before anything else uses it."""
+
+    rank: int = Field(8, gt=0, description="LoRA rank (LLaMA-Factory `lora_rank`)")
+    alpha: int | None = Field(
+        None, gt=0, description="LoRA scale numerator (`lora_alpha`); unset: 2 x rank"
+    )
+    dropout: float = Field(0.0, ge=0, lt=1, description="dropout on the adapter's input")
+    target: str = Field(
+        "all",
+        description="modules that get an adapter (`lora_target`): `all` linear layers, or "
+        "comma-separated names such as `q_proj,v_proj`",
+    )
+
+
+class GrpoLoraConfig(Section):
+    """LoRA for GRPO: TRL through peft (`peft_config`), verl through `actor_rollout_ref.model.
+    lora_*`; off at rank 0. The registered model is the adapter merged into the start model."""
+
+    rank: int = Field(0, ge=0, description="LoRA rank; 0: full fine-tuning (verl `lora_rank`)")
+    alpha: int | None = Field(
+        None, gt=0, description="LoRA scale numerator (verl `lora_alpha`); unset: 2 x rank"
+    )
+    target: str | list[str] = Field(
+        "all-linear",
+        description="modules that get an adapter: `all-linear`, or a list of module names "
+        "(verl `target_modules`, peft `target_modules`)",
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return self.rank > 0
+
+    @property
+    def scale_numerator(self) -> int:
+        return self.alpha if self.alpha is not None else 2 * self.rank
+
+
 class SftConfig(Section):
     """LLaMA-Factory supervised fine-tuning; the base model is model.path.
 
@@ -42,6 +81,10 @@ class SftConfig(Section):
     deepspeed: str | None = Field("zero3", description="zero3, a JSON path, or null (CPU)")
     finetuning_type: Literal["full", "lora", "freeze"] = Field(
         "full", description="LLaMA-Factory fine-tuning: `full`, `lora` or `freeze`"
+    )
+    lora: SftLoraConfig = Field(
+        default_factory=SftLoraConfig,
+        description="the adapter of finetuning_type lora (ignored, with a warning, otherwise)",
     )
     flash_attn: Literal["auto", "disabled", "sdpa", "fa2", "fa3"] = Field(
         "fa2", description="LLaMA-Factory attention; auto leaves it to transformers (sdpa)"
@@ -192,6 +235,11 @@ class GrpoConfig(Section):
     extra_overrides: list[str] = Field(
         default_factory=list,
         description="raw hydra overrides for verl, appended last (e.g. 'trainer.balance_batch=false')",
+    )
+    lora: GrpoLoraConfig = Field(
+        default_factory=GrpoLoraConfig,
+        description="LoRA for the policy update (rank 0: off); the reference model is then the "
+        "start model without the adapter, so none is kept beside it",
     )
     trl_extra: dict[str, Any] = Field(
         default_factory=dict,

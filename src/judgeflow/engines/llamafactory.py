@@ -6,6 +6,9 @@ job runs. This module writes the three files that command needs (`dataset_info.j
 YAML and, for ZeRO-3, a DeepSpeed JSON), runs it as a subprocess with its output streamed, and
 turns LLaMA-Factory's `trainer_log.jsonl` (one JSON object per logging step, written by its
 `LogCallback` on the main process) into `sft/*` metrics for an injected sink while it trains.
+With `finetuning_type: lora` the adapter is trained into `<output_dir>/adapter` and merged into
+the base model by `llamafactory-cli export` into `output_dir`, so what follows SFT (GRPO, the
+registry, `judgeflow judge`) loads a whole model either way.
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import resource
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +70,8 @@ _LOG_RENAMES = {
     "total_tokens": "sft/total_tokens",
     "percentage": "sft/progress_pct",
 }
+#: Where the LoRA adapter is trained, inside output_dir (the merged model is output_dir itself).
+ADAPTER_DIRNAME = "adapter"
 _POLL_S = 0.5
 #: How long LLaMA-Factory (and its torchrun workers) get between SIGTERM and SIGKILL.
 _STOP_GRACE_S = 30.0
@@ -98,6 +104,8 @@ class SftParams:
     bf16: bool | None = None
     deepspeed: str | None = None
     finetuning_type: str = "full"
+    #: finetuning_type "lora": LLaMA-Factory's `lora_*` arguments (`lora_params`); else empty
+    lora: Mapping[str, Any] = field(default_factory=dict)
     flash_attn: str = "fa2"  # the reference; "auto" leaves it to transformers (sdpa)
     max_steps: int | None = None  # None: run num_train_epochs
     save_steps: int = 500000  # the reference: effectively only the final save
@@ -135,6 +143,7 @@ def params_from(cfg: RunConfig, output_dir: str | Path) -> SftParams:
         bf16=s.bf16,
         deepspeed=s.deepspeed,
         finetuning_type=s.finetuning_type,
+        lora=lora_params(cfg) if s.finetuning_type == "lora" else {},
         flash_attn=s.flash_attn,
         max_steps=s.max_steps,
         save_steps=s.save_steps,
@@ -144,6 +153,17 @@ def params_from(cfg: RunConfig, output_dir: str | Path) -> SftParams:
         extra=dict(s.extra),
         report_to="wandb" if cfg.tracking.wandb.project else "none",
     )
+
+
+def lora_params(cfg: RunConfig) -> dict[str, Any]:
+    """`sft.lora` as LLaMA-Factory's arguments (its default alpha, 2 x rank, written out)."""
+    lora = cfg.sft.lora
+    return {
+        "lora_rank": lora.rank,
+        "lora_alpha": lora.alpha if lora.alpha is not None else 2 * lora.rank,
+        "lora_dropout": lora.dropout,
+        "lora_target": lora.target,
+    }
 
 
 @dataclass(frozen=True)
@@ -233,6 +253,7 @@ def train_config(
         "stage": "sft",
         "do_train": True,
         "finetuning_type": params.finetuning_type,
+        **params.lora,
     }
     if deepspeed is not None:
         config["deepspeed"] = deepspeed
@@ -362,18 +383,22 @@ def run_sft(
     are sent to `metrics_sink(metrics, step)` as LLaMA-Factory logs them, and the end-of-run
     summary (`train_results.json`) as `sft/summary/*`; `progress(step, total)` follows the
     steps. `env` is added to the environment (e.g. `torchrun_env(...)`). Raises `SftError`,
-    with the end of the log, when the command fails.
+    with the end of the log, when the command fails. With LoRA the adapter is trained in
+    `<output_dir>/adapter` and merged into `output_dir` (`merge_lora`).
     """
     say = on_line or logger.info
     parquet = Path(sft_parquet).resolve()
     if not parquet.is_file():
         raise FileNotFoundError(f"{parquet}: SFT parquet not found")
     output_dir = Path(params.output_dir)
+    lora = params.finetuning_type == "lora"
+    train_params = replace(params, output_dir=str(output_dir / ADAPTER_DIRNAME)) if lora else params
+    train_dir = Path(train_params.output_dir)
     work = Path(work_dir) if work_dir is not None else output_dir / "judgeflow"
     write_dataset_info(work, dataset_name, parquet)
-    yaml_path = write_train_yaml(params, work, dataset_name, work / "sft.yaml")
+    yaml_path = write_train_yaml(train_params, work, dataset_name, work / "sft.yaml")
 
-    log_path = output_dir / TRAINER_LOG
+    log_path = train_dir / TRAINER_LOG
     if params.overwrite_output_dir and log_path.exists():
         log_path.unlink()  # LLaMA-Factory deletes it too, but only after we started tailing
     tailer = _LogTailer(log_path)
@@ -398,6 +423,36 @@ def run_sft(
     output_dir.mkdir(parents=True, exist_ok=True)
     engine_log = output_dir / ENGINE_LOG
     say(f"sft: {' '.join(command)} (LLaMA-Factory's output: {engine_log})")
+    _run_logged(command, engine_log, env, say, while_running=publish)
+    publish()
+    # the largest child so far: the trainer (on one node; torchrun's workers are its children)
+    peak_rss_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    if lora:
+        merge_lora(params, train_dir, work / "export.yaml", engine_log, env=env, on_line=say)
+
+    grad_norms = _grad_norms(train_dir / TRAINER_STATE)
+    if metrics_sink is not None:
+        for logged_step, value in grad_norms:
+            metrics_sink({"sft/grad_norm": value}, logged_step)
+    if grad_norms:
+        latest["sft/grad_norm"] = grad_norms[-1][1]
+    summary = _summary(train_dir / TRAIN_RESULTS) | {"sft/summary/peak_rss_mib": peak_rss_mib}
+    if summary:
+        latest.update(summary)
+        if metrics_sink is not None:
+            metrics_sink(summary, step)
+    return SftResult(model_dir=output_dir, metrics=latest, steps=step)
+
+
+def _run_logged(
+    command: list[str],
+    engine_log: Path,
+    env: Mapping[str, str] | None,
+    say: Callable[[str], None],
+    while_running: Callable[[], None] = lambda: None,
+) -> None:
+    """Run a `llamafactory-cli` command with its output appended to `engine_log`; `SftError`
+    with the log's end when it fails."""
     with engine_log.open("ab") as log:
         # A tree of its own: torchrun puts its workers in new sessions, so stopping only the
         # leader (llamafactory-cli) would leave them training after a cancel.
@@ -408,29 +463,57 @@ def run_sft(
         try:
             while proc.poll() is None:
                 time.sleep(_POLL_S)
-                publish()
+                while_running()
         finally:
             if proc.poll() is None or tree.pids():
                 tree.stop(_STOP_GRACE_S, say)
-    publish()
     if proc.returncode != 0:
         raise SftError(
             f"{' '.join(command)} exited with code {proc.returncode}; the end of {engine_log}:\n"
             + _tail(engine_log, _FAILURE_TAIL_LINES)
         )
 
-    grad_norms = _grad_norms(output_dir / TRAINER_STATE)
-    if metrics_sink is not None:
-        for logged_step, value in grad_norms:
-            metrics_sink({"sft/grad_norm": value}, logged_step)
-    if grad_norms:
-        latest["sft/grad_norm"] = grad_norms[-1][1]
-    summary = _summary(output_dir / TRAIN_RESULTS)
-    if summary:
-        latest.update(summary)
-        if metrics_sink is not None:
-            metrics_sink(summary, step)
-    return SftResult(model_dir=output_dir, metrics=latest, steps=step)
+
+def export_config(params: SftParams, adapter_dir: str | Path) -> dict[str, Any]:
+    """`llamafactory-cli export`'s arguments that merge the adapter into the base model, in the
+    precision it was trained in, into `params.output_dir`."""
+    return {
+        "model_name_or_path": params.model_path,
+        "adapter_name_or_path": os.fspath(adapter_dir),
+        "template": params.template,
+        "finetuning_type": "lora",
+        "trust_remote_code": False,
+        "infer_dtype": "bfloat16" if _resolve_bf16(params.bf16) else "float32",
+        "export_dir": params.output_dir,
+        "export_size": 5,  # GB per safetensors shard
+        "export_device": "cpu",
+        "export_legacy_format": False,
+    }
+
+
+def merge_lora(
+    params: SftParams,
+    adapter_dir: str | Path,
+    yaml_path: str | Path,
+    engine_log: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> Path:
+    """Merge the trained adapter into the base model with `llamafactory-cli export` (its
+    output to `engine_log`); the merged model, with its tokenizer, is `params.output_dir`."""
+    say = on_line or logger.info
+    path = Path(yaml_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f"# Run with: llamafactory-cli export {path.name}\n"
+        + yaml.safe_dump(export_config(params, adapter_dir), sort_keys=False),
+        encoding="utf-8",
+    )
+    command = [*train_command(path)[:1], "export", os.fspath(path)]
+    say(f"sft: merging the LoRA adapter: {' '.join(command)}")
+    _run_logged(command, engine_log, env, say)
+    return Path(params.output_dir)
 
 
 def sft_line(step: int, total: int, metrics: Mapping[str, float]) -> str:

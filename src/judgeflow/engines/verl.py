@@ -41,6 +41,7 @@ from urllib.parse import urlsplit
 
 from judgeflow.cluster.procs import run_tree
 from judgeflow.config import RunConfig
+from judgeflow.engines.lora import merge_adapter
 from judgeflow.engines.verl_log import VerlLogFollower, gradient_accumulation
 from judgeflow.rewards import REWARD_FUNCTION_NAME, reward_module_path
 
@@ -53,6 +54,10 @@ MODEL_MERGER = "verl.model_merger"
 TRACKER_FILE = "latest_checkpointed_iteration.txt"
 #: Where `train_verl` puts the merged HF model, inside the step's checkpoint folder.
 MERGED_DIRNAME = "merged_hf"
+#: Where verl's merger puts a LoRA actor's adapter (inside MERGED_DIRNAME), and where judgeflow
+#: merges it into the base weights.
+VERL_ADAPTER_DIRNAME = "lora_adapter"
+MERGED_LORA_DIRNAME = "merged_lora_hf"
 #: Environment the MLflow logger inside verl's TaskRunner needs to attach to our run.
 MLFLOW_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID")
 #: Reward managers that call `compute_score` once per sample, as judgeflow's rewards expect.
@@ -205,6 +210,7 @@ def verl_overrides(
         ("actor_rollout_ref.model.path", cfg.model.path),
         ("actor_rollout_ref.model.use_remove_padding", g.use_remove_padding),
         ("actor_rollout_ref.model.enable_gradient_checkpointing", g.gradient_checkpointing),
+        *_lora_items(cfg),
         (f"{actor}.strategy", g.strategy),
         (f"{actor}.optim.lr", g.learning_rate),
         (f"{actor}.optim.lr_scheduler_type", g.lr_scheduler_type),
@@ -285,6 +291,20 @@ def verl_overrides(
             raise ValueError(f"not an environment variable name: {name!r}")
         items.append((f"+ray_kwargs.ray_init.runtime_env.env_vars.{name}", str(value)))
     return [f"{key}={hydra_value(value)}" for key, value in items] + list(g.extra_overrides)
+
+
+def _lora_items(cfg: RunConfig) -> list[tuple[str, Any]]:
+    """verl's LoRA (`grpo.lora`, rank > 0); vLLM's rollout then loads the actor's weights as
+    safetensors (verl's LoRA guide), and the reference is the actor with the adapter off."""
+    lora = cfg.grpo.lora
+    if not lora.enabled:
+        return []
+    return [
+        ("actor_rollout_ref.model.lora_rank", lora.rank),
+        ("actor_rollout_ref.model.lora_alpha", lora.scale_numerator),
+        ("actor_rollout_ref.model.target_modules", lora.target),
+        ("actor_rollout_ref.rollout.load_format", "safetensors"),
+    ]
 
 
 def _loggers(cfg: RunConfig) -> list[str]:
@@ -441,8 +461,12 @@ def finish_checkpoint(
     python: str = sys.executable,
     runner: Runner | None = None,
     env: Mapping[str, str] | None = None,
+    lora_alpha: int | None = None,
 ) -> tuple[int, Path]:
-    """`(step, HF model dir)` for the last checkpoint, running verl's merger when it is needed."""
+    """`(step, HF model dir)` for the last checkpoint, running verl's merger when it is needed.
+
+    `lora_alpha`: the run trained a LoRA adapter with this alpha; verl's merger writes it apart
+    from the base weights (`lora_adapter/`), and it is merged into them (`engines.lora`)."""
     run = runner or run_streaming
     step = latest_global_step(checkpoint_dir)
     if step is None:
@@ -451,7 +475,7 @@ def finish_checkpoint(
             f"(no {TRACKER_FILE}); is trainer.save_freq > 0?"
         )
     hf = saved_hf_model(actor_dir(checkpoint_dir, step))
-    if hf is not None:
+    if hf is not None and lora_alpha is None:  # verl's HF copy of a LoRA actor is not merged
         return step, hf
     target = Path(checkpoint_dir) / f"global_step_{step}" / MERGED_DIRNAME
     if target.exists():  # a half-written merge from an interrupted attempt
@@ -459,7 +483,13 @@ def finish_checkpoint(
     code = run(merge_command(checkpoint_dir, target, step=step, python=python), env or os.environ)
     if code != 0:
         raise VerlStageError(f"verl model merger exited with code {code} for step {step}")
-    return step, target
+    if lora_alpha is None:
+        return step, target
+    adapter = target / VERL_ADAPTER_DIRNAME
+    if not (adapter / "adapter_model.safetensors").exists():
+        raise VerlStageError(f"verl trained with LoRA but its merger wrote no adapter in {adapter}")
+    merged = Path(checkpoint_dir) / f"global_step_{step}" / MERGED_LORA_DIRNAME
+    return step, merge_adapter(target, adapter, merged, alpha=lora_alpha)
 
 
 def train_verl(
@@ -525,9 +555,11 @@ def train_verl(
     if code != 0:
         why = f": {follower.judge_failing}" if follower.judge_failing else ""
         raise VerlStageError(f"{MAIN_PPO} exited with code {code}{why}")
+    lora = params.cfg.grpo.lora
     step, hf_dir = finish_checkpoint(
-        params.checkpoint_dir, python=params.python, runner=runner, env=env
-    )
+        params.checkpoint_dir, python=params.python, runner=runner, env=env,
+        lora_alpha=lora.scale_numerator if lora.enabled else None,
+    )  # fmt: skip
     return VerlResult(
         final_model_dir=hf_dir,
         last_checkpoint=Path(params.checkpoint_dir) / f"global_step_{step}",

@@ -130,6 +130,7 @@ def _evaluation_copy(cfg: RunConfig, n_gpus: int) -> RunConfig:
             "ulysses_sequence_parallel_size": 1,
             "rollout_tensor_model_parallel_size": tp if tp and n_gpus % tp == 0 else None,
             "extra_overrides": [],
+            "lora": g.lora.model_copy(update={"rank": 0}),  # the model evaluated is merged
         }
     )
     data = cfg.data.model_copy(

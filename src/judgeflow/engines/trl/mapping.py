@@ -78,6 +78,8 @@ class GrpoParams:
     #: Any other field of TRL's GRPOConfig, by its name (`grpo.trl_extra`, checked by
     #: `config.passthrough`).
     trl_extra: Mapping[str, Any] = field(default_factory=dict)
+    #: LoRA (`grpo.lora`, rank > 0): peft's `r`, `lora_alpha` and `target_modules`; empty: off
+    lora: Mapping[str, Any] = field(default_factory=dict)
     #: "wandb": TRL reports to W&B too (tracking.wandb; the job's WANDB_* variables say where)
     report_to: Literal["none", "wandb"] = "none"
 
@@ -175,6 +177,15 @@ def params_from(
         filter_zero_std_samples=g.filter_zero_std_samples,
         rlvr_rules=cfg.policy_reward_kwargs(served=served_judge),  # and the paying judge
         trl_extra=dict(g.trl_extra),
+        lora=(
+            {
+                "r": g.lora.rank,
+                "lora_alpha": g.lora.scale_numerator,
+                "target_modules": g.lora.target,
+            }
+            if g.lora.enabled
+            else {}
+        ),
         report_to="wandb" if cfg.tracking.wandb.project else "none",
     )
 

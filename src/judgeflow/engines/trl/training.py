@@ -8,6 +8,8 @@ metrics and step lines (`logs`).
 from __future__ import annotations
 
 import os
+import resource
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +31,7 @@ __all__ = ["TrainResult", "load_rl_parquet", "train_grpo"]
 class TrainResult:
     """Where the trained model is and how the run ended."""
 
-    final_model_dir: Path  # model + tokenizer, save_pretrained layout
+    final_model_dir: Path  # model + tokenizer, save_pretrained layout (LoRA: merged)
     last_checkpoint: Path | None
     global_step: int
     resumed_from: Path | None
@@ -49,7 +51,9 @@ def train_grpo(
     """Train with GRPO on a verl RL parquet; resume from the newest checkpoint when there is one.
 
     Each logging step sends one readable line (`step_line`) to `on_line` instead of the
-    Trainer's raw dict dump and progress bar.
+    Trainer's raw dict dump and progress bar. With `params.lora` the policy trains a peft
+    adapter (the reference model is the start model, the adapter switched off); `final` holds
+    the adapter merged into the start model, the adapter itself is kept in `adapter`.
     """
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
@@ -79,14 +83,30 @@ def train_grpo(
         eval_dataset=load_rl_parquet(eval_file) if eval_file is not None else None,
         processing_class=tokenizer,
         callbacks=[recorder, data_order],
+        peft_config=_peft_config(params.lora) if params.lora else None,
     )
     trainer.filter_zero_std_samples = params.filter_zero_std_samples
     for noisy in (ProgressCallback, PrinterCallback):  # they print every log dict verbatim
         trainer.remove_callback(noisy)
     trainer.train(resume_from_checkpoint=str(resumed_from) if resumed_from else None)
+    summary = {
+        "train/summary/peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "train/summary/trainable_params": float(
+            sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
+        ),
+    }
+    recorder.latest.update(summary)
+    if metrics_sink is not None:
+        metrics_sink(summary, trainer.state.global_step)
 
     final_dir = output_dir / "final"
-    trainer.save_model(str(final_dir))  # writes the tokenizer too (it is the processing class)
+    if params.lora:
+        trainer.save_model(str(output_dir / "adapter"))
+        merged = trainer.model.merge_and_unload()
+        merged.save_pretrained(str(final_dir))
+        tokenizer.save_pretrained(str(final_dir))
+    else:
+        trainer.save_model(str(final_dir))  # writes the tokenizer (it is the processing class)
     return TrainResult(
         final_model_dir=final_dir,
         last_checkpoint=last_complete_checkpoint(output_dir),
@@ -108,6 +128,13 @@ def load_rl_parquet(path: str | Path) -> Dataset:
         raise ValueError(f"{path}: no 'reward_model' column (columns: {table.column_names})")
     keep = ["prompt", *(c for c in REWARD_COLUMNS if c in table.column_names)]
     return Dataset(table.select(keep))  # in memory: no datasets cache directory to manage
+
+
+def _peft_config(lora: Mapping[str, Any]) -> Any:
+    """peft's LoRA config for a causal LM from `GrpoParams.lora` (r, lora_alpha, target_modules)."""
+    from peft import LoraConfig
+
+    return LoraConfig(task_type="CAUSAL_LM", lora_dropout=0.0, **lora)
 
 
 def _tokenizer(model_path: str) -> Any:
