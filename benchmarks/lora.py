@@ -36,7 +36,7 @@ LORA_SETS = (
     "sft.lora.rank=8",
     "sft.learning_rate=5.0e-3",
     "grpo.lora.rank=8",
-    "grpo.learning_rate=3.0e-3",
+    "grpo.learning_rate=1.0e-3",
 )
 MODE = "pointwise"
 

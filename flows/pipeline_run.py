@@ -233,7 +233,7 @@ class PipelineRun:
         """The `run-summary` table artifact and the `judgeflow.cached.<stage>` tags."""
         jobs = (
             submitted.by_stage(self.cfg.cluster.shared_dir, self.flow_run_id)
-            if self.cfg.cluster.backend == "slurm"
+            if self.cfg.cluster.backend != "local"
             else {}
         )
         table = records.record_summary(self.tracker, self.steps.rows, jobs)

@@ -27,7 +27,7 @@ def evaluate(
     cfg: RunConfig, model_dir: str, data: stages.PreparedData, run_id: str, label: str
 ) -> dict[str, Any]:
     """`{"metrics": {"eval/…": v}, "rows": [predictions]}` of `model_dir` on the val split."""
-    if cfg.cluster.backend == "slurm":
+    if cfg.cluster.backend != "local":  # a Slurm job, or a Ray Job on the user's cluster
         job = stages.evaluation_job_config(cfg)  # one node, evaluation.gpus GPUs
         return run_job(job, stages.evaluate_job_spec(job, model_dir, data, run_id, label))[1]
     return stages.evaluate_stage(cfg, model_dir, data)

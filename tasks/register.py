@@ -65,7 +65,7 @@ def register(
         )
     jobs = (
         submitted.by_stage(cfg.cluster.shared_dir, str(flow_run.get_id()))
-        if cfg.cluster.backend == "slurm"
+        if cfg.cluster.backend != "local"
         else {}
     )
     decision = register_stage(

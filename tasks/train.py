@@ -51,7 +51,7 @@ def cancel_submitted_jobs(flow, flow_run, state) -> None:
         profile=params.get("profile"),
         overrides=params.get("overrides") or [],
     )
-    cancelled = submitted.cancel_all(cfg.cluster.shared_dir, str(flow_run.id))
+    cancelled = submitted.cancel_all(cfg.cluster.shared_dir, str(flow_run.id), cfg.cluster)
     if cancelled:
         print(
             f"judgeflow: flow run {flow_run.name} is {state.name}; cancelled jobs {', '.join(cancelled)}"

@@ -24,6 +24,7 @@ import pytest
 from pydantic import BaseModel
 
 from judgeflow.caching import prepare_identity
+from judgeflow.cluster import ray_jobs
 from judgeflow.cluster.submit import executor_options, executor_parameters
 from judgeflow.config import ConfigError, IgnoredKeyWarning, RunConfig, load_config
 from judgeflow.config.keys import ONLY_READ_BY
@@ -171,6 +172,12 @@ def consumers(cfg: RunConfig) -> dict[str, Any]:
         # what a job's input file gives it (every env: variable set, every block loaded)
         "job_secrets": resolve_secrets(cfg.cluster, environ=_AnyVariable()),
     }
+    if cfg.cluster.backend == "ray":  # the job server, its token, and what a Ray Job is given
+        spec = job_spec(cfg, "train", "run", {}, dry_run=True)
+        seen["ray"] = (
+            ray_jobs.connection(cfg.cluster),
+            ray_jobs.submission(spec, cfg.cluster, "id"),
+        )
     if cfg.mode == "grrm":
         seen["prepare"] = asdict(grrm_rl_train_preparation(cfg, MANIFEST))
         seen["prepare_sft_analysis"] = cfg.data.grrm.analysis_key
@@ -297,6 +304,8 @@ def setups(key: str) -> list[tuple[str, list[str]]]:
     else:
         recipes = ["grpo-pointwise", "grpo-pairwise", "grrm-full"]
     runs = [verl] if owner in ("verl", "slurm") else [trl_] if owner == "trl" else [trl_, verl]
+    if owner == "ray":  # a Ray cluster the user runs
+        runs = [["cluster.backend=ray", "engine=trl"]]
     if key.startswith("tracking.wandb."):  # verl's W&B project is its MLflow experiment
         on = [] if key == "tracking.wandb.project" else ["tracking.wandb.project=judgeflow"]
         runs = [[*o, "tracking.experiment=judgeflow", *on] for o in runs]

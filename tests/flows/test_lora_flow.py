@@ -22,7 +22,7 @@ LORA = [
     "sft.lora.rank=8",
     "sft.learning_rate=5.0e-3",
     "grpo.lora.rank=8",
-    "grpo.learning_rate=3.0e-3",
+    "grpo.learning_rate=1.0e-3",
 ]
 BIN = Path(sys.executable).parent
 

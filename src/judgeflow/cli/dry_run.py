@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import shlex
 
-from judgeflow.cluster.job import PYTHON
+from judgeflow.cluster.job import PYTHON, JobSpec
+from judgeflow.cluster.ray_jobs import render_submit
 from judgeflow.cluster.submit import render_sbatch
 from judgeflow.config import RunConfig, with_policy
 from judgeflow.modes import JUDGE_MODELS
@@ -43,8 +44,7 @@ def render_recipe(cfg: RunConfig) -> str:
     spec = train_job_spec(cfg, DATA, RUN_ID, dry_run=True)
     out = [
         f"# recipe {cfg.recipe}: stage train (engine {cfg.resolved_engine}, backend {cfg.cluster.backend})",
-        "# ---- sbatch script (submitit) ----",
-        render_sbatch(spec, cfg.cluster).rstrip(),
+        *_submission(spec, cfg),
         "# ---- stage command (on the Ray head; python is the job's interpreter) ----",
         _shell(spec.command),
     ]
@@ -65,6 +65,16 @@ def render_recipe(cfg: RunConfig) -> str:
     return "\n".join(out) + "\n"
 
 
+def _submission(spec: JobSpec, cfg: RunConfig) -> list[str]:
+    """How the stage's job is submitted: the sbatch script, or (backend ray) `ray job submit`."""
+    if cfg.cluster.backend == "ray":
+        return [
+            "# ---- Ray Job (JobSubmissionClient.submit_job; the same as) ----",
+            render_submit(spec, cfg.cluster),
+        ]
+    return ["# ---- sbatch script (submitit) ----", render_sbatch(spec, cfg.cluster).rstrip()]
+
+
 def _shell(command: list[str]) -> str:
     return shlex.join("python" if part == PYTHON else part for part in command)
 
@@ -81,11 +91,10 @@ def _evaluation(cfg: RunConfig) -> list[str]:
     except ValueError as exc:
         return [head, f"# cannot run: {exc}"]
     out = [head]
-    if job.cluster.backend == "slurm":
+    if job.cluster.backend != "local":
         where = "on the Ray head" if spec.ray else "one process"
         out += [
-            "# ---- sbatch script (submitit) ----",
-            render_sbatch(spec, job.cluster).rstrip(),
+            *_submission(spec, job),
             f"# ---- stage command ({where}; python is the job's interpreter) ----",
             _shell(spec.command),
         ]
@@ -110,7 +119,7 @@ def _judging(cfg: RunConfig) -> list[str]:
     if cfg.mode not in JUDGE_MODELS:
         return []  # a policy writes no verdicts: there is nothing to judge with
     if cfg.cluster.backend != "slurm":
-        return [head, "# runs in judgeflow judge's own process (backend local)"]
+        return [head, f"# runs in judgeflow judge's own process (backend {cfg.cluster.backend})"]
     job = evaluation_job_config(cfg)
     spec = judge_job_spec(
         cfg, MODEL_DIR, JUDGE_DATA, JUDGE_OUTPUT, RUN_ID, model_ref=MODEL_DIR, dry_run=True

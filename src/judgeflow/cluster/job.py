@@ -141,6 +141,27 @@ class JobRunner(submitit.helpers.Checkpointable):
         return result
 
 
+def run_single(spec: JobSpec) -> dict[str, Any]:
+    """Run the stage's command once, here, and return its result: a Ray Job's entrypoint
+    (`cluster.ray_job_main`), on a cluster that already runs (no allocation, no Ray of its own;
+    `RAY_ADDRESS`, set by Ray for the entrypoint, is the cluster a verl driver joins). As on
+    Slurm: the secrets come from the job's input file, the job stops when nothing follows it,
+    and why a failed command failed is written down for the flow to decide on a retry."""
+    env = {**spec.env, **_secret_env(spec), "JUDGEFLOW_STAGE_DIR": spec.workdir}
+    spec = replace(spec, command=[sys.executable if c == PYTHON else c for c in spec.command])
+    spec.result_path.unlink(missing_ok=True)  # an earlier attempt's
+    spec.failure_path.unlink(missing_ok=True)
+    _stop_when_orphaned(spec)
+    logger.info("[judgeflow] stage %s: Ray Job on %s", spec.name, os.uname().nodename)
+    code = _run_plain(spec.command, env)
+    if code != 0:
+        raise _failure(spec, code)
+    if not spec.result_path.exists():
+        raise JobFailed(f"stage {spec.name}: command succeeded but wrote no {spec.result_path}")
+    result: dict[str, Any] = json.loads(spec.result_path.read_text())
+    return result
+
+
 def _cancelled_before_start() -> bool:
     """This Slurm job is no longer RUNNING in the queue (scancel marks it before signalling).
     No answer from the queue counts as not cancelled: a later SIGTERM is still caught."""

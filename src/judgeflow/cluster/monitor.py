@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from judgeflow.cluster.ray_jobs import RayJobHandle
 from judgeflow.cluster.submit import JobHandle
 
 
@@ -26,7 +27,7 @@ class JobProgress:
 
 
 def watch(
-    handle: JobHandle,
+    handle: JobHandle | RayJobHandle,
     *,
     on_log: Callable[[str], None],
     on_progress: Callable[[JobProgress], None] | None = None,
@@ -68,7 +69,7 @@ def _last_segment(line: str) -> str:
     return line.rstrip("\r").rsplit("\r", 1)[-1]
 
 
-def _read_progress(handle: JobHandle) -> JobProgress | None:
+def _read_progress(handle: JobHandle | RayJobHandle) -> JobProgress | None:
     try:
         data = json.loads(handle.spec.progress_path.read_text())
         metrics = {str(k): float(v) for k, v in (data.get("metrics") or {}).items()}

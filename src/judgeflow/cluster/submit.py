@@ -1,66 +1,30 @@
-"""One way to run a stage: `submit(spec, cluster) -> JobHandle`, on Slurm or on this machine.
+"""One way to run a stage: `submit(spec, cluster) -> JobHandle`, on Slurm or on this machine,
+or a Ray Job on a cluster the user runs (`cluster.ray_jobs`).
 
-Both backends go through submitit (`slurm` and `local` executors), so the handle behaves the same
-way everywhere: `.result()`, `.cancel()`, `.done()`, `.state`, `.log_tail()`.
+Slurm and local go through submitit (`slurm` and `local` executors); the Ray Job's handle has
+the same surface, so the handle behaves the same way everywhere: `.result()`, `.cancel()`,
+`.done()`, `.state`, `.log_tail()`.
 """
 
 from __future__ import annotations
 
-import enum
 import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import submitit
 from submitit.slurm.slurm import SlurmExecutor
 
 from judgeflow.cluster.job import JobFailed, JobRunner, JobSpec
 from judgeflow.cluster.queue import squeue_state
+from judgeflow.cluster.states import JobState
 from judgeflow.config import ClusterConfig
 from judgeflow.config.secrets import public_env, secret_variables
 
-
-class JobState(enum.Enum):
-    PENDING = "PENDING"
-    RUNNING = "RUNNING"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    CANCELLED = "CANCELLED"
-    TIMEOUT = "TIMEOUT"
-    NODE_FAIL = "NODE_FAIL"
-    OUT_OF_MEMORY = "OUT_OF_MEMORY"
-    PREEMPTED = "PREEMPTED"
-    REQUEUED = "REQUEUED"
-    UNKNOWN = "UNKNOWN"
-
-    @classmethod
-    def parse(cls, raw: str) -> JobState:
-        word = raw.split()[0].rstrip("+") if raw else "UNKNOWN"  # "CANCELLED by 0" -> CANCELLED
-        aliases = {
-            "DONE": "COMPLETED",
-            "FINISHED": "COMPLETED",  # submitit local backend
-            "READY": "PENDING",
-            "CONFIGURING": "PENDING",  # nodes booting for the allocation
-            "INTERRUPTED": "CANCELLED",  # a local process killed by a signal
-        }
-        word = aliases.get(word, word)
-        return cls.__members__.get(word, cls.UNKNOWN)
-
-    @property
-    def finished(self) -> bool:
-        return self not in {JobState.PENDING, JobState.RUNNING, JobState.REQUEUED, JobState.UNKNOWN}
-
-    @property
-    def killed_from_outside(self) -> bool:
-        """States where a resubmission can succeed where this attempt could not."""
-        return self in {
-            JobState.CANCELLED,
-            JobState.NODE_FAIL,
-            JobState.PREEMPTED,
-            JobState.TIMEOUT,
-        }
+if TYPE_CHECKING:
+    from judgeflow.cluster.ray_jobs import RayJobHandle
 
 
 @dataclass
@@ -185,17 +149,26 @@ def slurm_parameters(cluster: ClusterConfig) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v not in (None, [], {})}
 
 
-def submit(spec: JobSpec, cluster: ClusterConfig) -> JobHandle:
-    """Submit `spec` as one job with a task per node; returns at once."""
+def submit(spec: JobSpec, cluster: ClusterConfig) -> JobHandle | RayJobHandle:
+    """Submit `spec` as one job with a task per node (backend ray: one Ray Job on the cluster at
+    cluster.ray_address, `cluster.ray_jobs`); returns at once."""
+    if cluster.backend == "ray":
+        from judgeflow.cluster import ray_jobs
+
+        return ray_jobs.submit(spec, cluster)
     folder = Path(spec.workdir) / "jobs"
     executor = make_executor(cluster, folder, name=f"judgeflow-{spec.name}")
     job = executor.submit(JobRunner(), spec)
     return JobHandle(job=job, spec=spec, backend=cluster.backend)
 
 
-def attach(spec: JobSpec, cluster: ClusterConfig, job_id: str) -> JobHandle | None:
-    """A handle on an earlier submission of `spec` that is still queued or running (Slurm), so a
-    retried task follows it instead of submitting a second job; None when there is none."""
+def attach(spec: JobSpec, cluster: ClusterConfig, job_id: str) -> JobHandle | RayJobHandle | None:
+    """A handle on an earlier submission of `spec` that is still queued or running (Slurm, Ray),
+    so a retried task follows it instead of submitting a second job; None when there is none."""
+    if cluster.backend == "ray":
+        from judgeflow.cluster import ray_jobs
+
+        return ray_jobs.attach(spec, cluster, job_id)
     if cluster.backend != "slurm":
         return None  # a local job is a child of the process that died with the task
     job: submitit.Job[Any] = submitit.SlurmJob(folder=Path(spec.workdir) / "jobs", job_id=job_id)

@@ -12,6 +12,10 @@ import os
 import signal
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from judgeflow.config import ClusterConfig
 
 
 def jobs_file(shared_dir: str | Path, key: str) -> Path:
@@ -33,13 +37,21 @@ def _entries(shared_dir: str | Path, key: str) -> list[dict[str, str]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def cancel_all(shared_dir: str | Path, key: str) -> list[str]:
-    """Cancel every job recorded under `key`; returns the job ids it asked to stop."""
+def cancel_all(shared_dir: str | Path, key: str, cluster: ClusterConfig | None = None) -> list[str]:
+    """Cancel every job recorded under `key`; returns the job ids it asked to stop. A Ray Job
+    is stopped through the job server of `cluster` (the run's cluster section)."""
     cancelled = []
     for entry in _entries(shared_dir, key):
         job_id = str(entry["job_id"])
         if entry["backend"] == "slurm":
             subprocess.run(["scancel", job_id], check=False, capture_output=True, timeout=30)
+        elif entry["backend"] == "ray":
+            if cluster is None:
+                continue
+            from judgeflow.cluster.ray_jobs import client_for
+
+            with contextlib.suppress(Exception):  # finished, or the server is gone: nothing to stop
+                client_for(cluster).stop_job(job_id)
         else:  # a local job is a process on this machine; SIGTERM makes it stop its command
             with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
                 os.kill(int(job_id), signal.SIGTERM)

@@ -15,8 +15,20 @@ from judgeflow.home import judgeflow_home
 class ClusterConfig(Section):
     """Where the GPU stages run; generic resource names, validated before anything is submitted."""
 
-    backend: Literal["local", "slurm"] = Field(
-        "local", description="`local` (this machine) or `slurm`"
+    backend: Literal["local", "slurm", "ray"] = Field(
+        "local",
+        description="`local` (this machine), `slurm` (submitit, a Ray cluster inside each "
+        "allocation) or `ray` (a Ray Job per stage on the cluster at cluster.ray_address)",
+    )
+    ray_address: str | None = Field(
+        None,
+        description="backend ray: the cluster's job server (e.g. `http://head:8265`); unset: "
+        "RAY_ADDRESS where the flow runs",
+    )
+    ray_token_path: str | None = Field(
+        None,
+        description="backend ray: a file holding the cluster's auth token (Ray's token "
+        "authentication); unset: Ray's own RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH. Never logged",
     )
     partition: str | None = Field(None, description="Slurm partition")
     account: str | None = Field(None, description="Slurm account")
@@ -35,7 +47,8 @@ class ClusterConfig(Section):
     setup: list[str] = Field(default_factory=list, description="shell lines run before a stage")
     python: str | None = Field(
         None,
-        description="interpreter command on the nodes, e.g. `apptainer exec --nv img.sif python`",
+        description="interpreter command on the nodes, e.g. `apptainer exec --nv img.sif python` "
+        "(backend ray: what a stage's Ray Job runs judgeflow with; unset: this interpreter)",
     )
     env: dict[str, str] = Field(
         default_factory=dict,

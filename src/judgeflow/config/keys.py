@@ -96,9 +96,13 @@ ONLY_READ_BY: dict[str, tuple[str, ...]] = {
             "node_timeout_s",
         ]
     ),
+    # a cluster the user runs: where its job server is, how to reach it, and (as on Slurm) how
+    # a node starts judgeflow's Python
+    "ray": ("cluster.ray_address", "cluster.ray_token_path", "cluster.python"),
 }
 
 _READER_KIND = {"verl": "engine", "trl": "engine", "slurm": "backend", "local": "backend"}
+_READER_KIND |= {"ray": "backend"}
 _READER_KIND |= {"judge": "recipes", "grrm": "recipes", "rlvr": "recipes"}
 
 

@@ -44,7 +44,7 @@ with warnings.catch_warnings():
         )
         engine: Literal["auto", "trl", "verl"] = Field(
             "auto",
-            description="`trl` (CPU or 1 GPU) or `verl` (GPU cluster); `auto`: verl on Slurm, else TRL",
+            description="`trl` (CPU or 1 GPU) or `verl` (GPU cluster); `auto`: verl on Slurm or Ray, else TRL",
         )
         model: ModelConfig = Field(default_factory=ModelConfig, description="the policy model")
         data: DataConfig = Field(..., description="the training data and its preparation")
@@ -108,6 +108,12 @@ with warnings.catch_warnings():
                 )
             if self.mode == "rlvr" and self.reward.paid_by_judge and self.resolved_engine == "verl":
                 self._check_judge_on_verl()
+            if self.serves_judge_in_allocation and self.cluster.backend == "ray":
+                raise ValueError(
+                    "a judge-paid policy under cluster.backend=ray: judgeflow serves the paying "
+                    "judge inside a Slurm allocation only; serve it on the Ray cluster yourself "
+                    "(e.g. Ray Serve, vLLM) and set reward.judge_url"
+                )
             if self.serves_judge_in_allocation:
                 self._check_judge_in_allocation()
                 if self.reward.judge_panel:
@@ -220,10 +226,10 @@ with warnings.catch_warnings():
 
         @property
         def resolved_engine(self) -> Literal["trl", "verl"]:
-            """`auto` means verl on Slurm (GPU clusters) and TRL locally."""
+            """`auto` means verl on a cluster (Slurm, Ray: GPU clusters) and TRL locally."""
             if self.engine != "auto":
                 return self.engine
-            return "verl" if self.cluster.backend == "slurm" else "trl"
+            return "trl" if self.cluster.backend == "local" else "verl"
 
         def fingerprint(self) -> str:
             """Content hash of the whole configuration (cache keys, lineage tags)."""

@@ -86,7 +86,7 @@ def job_spec(
         env=env,
         secrets_file=str(workdir / STAGE_INPUT),
         ray=cfg.cluster.backend == "slurm",
-        gpus_per_node=cfg.cluster.gpus_per_node,
+        gpus_per_node=_entrypoint_gpus(cfg, stage, cfg.cluster.gpus_per_node),
         ray_num_cpus=cfg.cluster.ray_num_cpus,
         ray_object_store_mb=cfg.cluster.ray_object_store_mb,
         ray_dashboard=cfg.cluster.ray_dashboard,
@@ -106,7 +106,7 @@ def train_job_spec(
     payload = {"data": asdict(data), "output_dir": str(run_dir(cfg, run_id))}
     spec = job_spec(cfg, "train", run_id, payload, dry_run=dry_run)
     # Ray gets the GPUs verl trains on; a judge-paid policy's judge is served on the others
-    return replace(spec, gpus_per_node=cfg.policy_gpus_per_node)
+    return replace(spec, gpus_per_node=_entrypoint_gpus(cfg, "train", cfg.policy_gpus_per_node))
 
 
 def evaluation_job_config(cfg: RunConfig) -> RunConfig:
@@ -134,6 +134,13 @@ def evaluate_job_spec(
     payload = {"data": asdict(data), "model_dir": model_dir}
     spec = job_spec(job, "evaluate", run_id, payload, name=f"evaluate-{label}", dry_run=dry_run)
     return replace(spec, ray=spec.ray and verl)
+
+
+def _entrypoint_gpus(cfg: RunConfig, stage: str, gpus: int) -> int:
+    """The GPUs (per node) a stage's job holds. A Ray Job's entrypoint on a cluster that runs
+    already (backend ray) holds none when it is a verl driver: verl's workers take them."""
+    ray_driver = cfg.cluster.backend == "ray" and cfg.resolved_engine == "verl" and stage != "sft"
+    return 0 if ray_driver else gpus
 
 
 def sft_job_spec(cfg: RunConfig, sft_file: str, run_id: str) -> JobSpec:
