@@ -55,6 +55,10 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster
     token.write_text(secrets.token_hex(32))
     token.chmod(0o600)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    # what the cluster's processes and its jobs' make with tempfile (multiprocessing's pymp-*
+    # folders, left by a process a test kills) goes where the teardown removes it
+    (sockets / "tmp").mkdir()
+    env["TMPDIR"] = str(sockets / "tmp")
     env |= {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token),
             "RAY_USAGE_STATS_ENABLED": "0", "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}  # fmt: skip
     started = []
@@ -156,7 +160,10 @@ def test_a_stage_runs_as_a_ray_job_and_its_log_and_result_come_back(
     assert handle.state.value == "COMPLETED"
     info = ray_jobs.client_for(ray_cluster.cluster()).get_job_info(handle.job_id)
     assert info.metadata == {"judgeflow.stage": "train"}
-    assert info.runtime_env["env_vars"] == {"JF_STAGE_NOTE": "public"}
+    assert info.runtime_env["env_vars"] == {
+        "JF_STAGE_NOTE": "public", "RAY_JOB_STOP_WAIT_TIME_S": "60",
+        "RAY_OVERRIDE_JOB_RUNTIME_ENV": "1",
+    }  # fmt: skip
     # The token went in the request's header only: not into the job, its log or its record.
     token = ray_cluster.token_path.read_text()
     assert token not in json.dumps(info.runtime_env) + "\n".join(lines)
@@ -220,6 +227,26 @@ def test_cancel_stops_the_command_and_a_retried_task_follows_the_running_job(
         assert time.monotonic() < deadline, f"the command (pid {pid}) outlived its cancelled job"
         time.sleep(0.5)
     assert ray_jobs.attach(spec, cluster, handle.job_id) is None
+
+
+def test_a_cancelled_flow_run_stops_the_ray_jobs_it_submitted(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    """The flow's on-cancellation hook (`tasks/train.py`) finds the run's jobs in the shared
+    record and stops each through the job server of the run's cluster section."""
+    from judgeflow.cluster import submitted
+
+    cluster = ray_cluster.cluster(shared_dir=str(tmp_path / "shared"))
+    code = "import time; print('waiting', flush=True); time.sleep(600)"
+    handle = ray_jobs.submit(_spec(tmp_path, "train", code), cluster)
+    submitted.record(cluster.shared_dir, "flow-run", backend="ray", job_id=handle.job_id,
+                     stage="train")  # fmt: skip
+    deadline = time.monotonic() + 300
+    while "waiting" not in handle.log_tail()[0]:
+        assert not handle.done() and time.monotonic() < deadline, handle.log_tail()[0]
+        time.sleep(0.5)
+    assert submitted.cancel_all(cluster.shared_dir, "flow-run", cluster) == [handle.job_id]
+    assert handle.final_state(wait_s=120).value == "CANCELLED"
 
 
 def test_render_prints_the_ray_job_submit_that_rays_own_cli_accepts(
@@ -318,3 +345,28 @@ def test_a_verl_driver_reserves_no_gpu_and_a_trl_stage_reserves_the_nodes() -> N
         spec = train_job_spec(cfg, data, "run", dry_run=True)
         kwargs = ray_jobs.submission(spec, cfg.cluster, "judgeflow-train-x")
         assert kwargs.get("entrypoint_num_gpus") == gpus, engine
+
+
+@pytest.mark.parametrize(
+    ("raised", "becomes"),
+    [
+        (RuntimeError("Request failed with status code 404: Job x does not exist."), LookupError),
+        (RuntimeError("Request failed with status code 500: internal error."), ConnectionError),
+        (RuntimeError("Request failed with status code 503: unavailable."), ConnectionError),
+        (OSError("connection refused"), ConnectionError),
+        (RuntimeError("Request failed with status code 400: bad request."), RuntimeError),
+    ],
+)
+def test_job_server_errors_are_told_apart(raised: Exception, becomes: type) -> None:
+    """What Ray's SDK raises for a refused request (a RuntimeError naming the status code):
+    a job the server does not know, a passing server error (retried by the flow, and a poll
+    that meets one goes on), and a request that would fail again."""
+    from judgeflow.retries import is_transient
+
+    def call() -> None:
+        raise raised
+
+    with pytest.raises(becomes) as caught:
+        ray_jobs._request("ask", call)
+    assert type(caught.value) is becomes
+    assert is_transient(caught.value) == (becomes is ConnectionError)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -47,6 +48,12 @@ __all__ = [
 
 ENTRYPOINT_MODULE = "judgeflow.cluster.ray_job_main"
 SPEC_FILE = "ray_job.json"
+#: Settings of the job itself (its supervisor and its entrypoint read them): a stop leaves the
+#: stage the grace judgeflow gives a command to checkpoint and stop its tree (Ray's default is
+#: 3 s before SIGKILL), and a verl driver's `ray.init(runtime_env=…)`, which forwards MLflow's
+#: and W&B's variables again, replaces the job's instead of failing on the same names.
+_JOB_SETTINGS = {"RAY_JOB_STOP_WAIT_TIME_S": "60", "RAY_OVERRIDE_JOB_RUNTIME_ENV": "1"}
+_STATUS_CODE = re.compile(r"status code (\d+)")
 #: Ray's job states -> the names `submit.JobState` parses (Slurm's).
 _STATES = {
     "PENDING": "PENDING",
@@ -99,7 +106,7 @@ def submission(spec: JobSpec, cluster: ClusterConfig, submission_id: str) -> dic
     kwargs: dict[str, Any] = {
         "entrypoint": f"{python} -m {ENTRYPOINT_MODULE} {shlex.quote(str(spec_path))}",
         "submission_id": submission_id,
-        "runtime_env": {"env_vars": dict(spec.env)},
+        "runtime_env": {"env_vars": {**spec.env, **_JOB_SETTINGS}},
         "metadata": {"judgeflow.stage": spec.name},
         "entrypoint_num_cpus": cluster.cpus_per_task or 1,
     }
@@ -133,8 +140,10 @@ def submit(spec: JobSpec, cluster: ClusterConfig) -> RayJobHandle:
     spec_path = Path(spec.workdir) / SPEC_FILE
     spec_path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(spec_path, json.dumps(asdict(spec)))
+    spec.result_path.unlink(missing_ok=True)  # an earlier attempt's: never this job's answer
+    spec.failure_path.unlink(missing_ok=True)
     submission_id = f"judgeflow-{spec.name}-{uuid.uuid4().hex[:12]}"
-    client.submit_job(**submission(spec, cluster, submission_id))
+    _request("submit the job", client.submit_job, **submission(spec, cluster, submission_id))
     return RayJobHandle(client, submission_id, spec, job_server(cluster))
 
 
@@ -143,10 +152,10 @@ def attach(spec: JobSpec, cluster: ClusterConfig, job_id: str) -> RayJobHandle |
     retried task follows it instead of submitting a second job; None when it is not."""
     handle = RayJobHandle(client_for(cluster), job_id, spec, job_server(cluster))
     try:
-        state = handle.state
-    except Exception:  # the job server does not know it (restarted, or another cluster)
+        status = _request("look the job up", handle.client.get_job_status, job_id)
+    except LookupError:  # the job server does not know it (restarted, or another cluster)
         return None
-    return handle if not state.finished else None
+    return handle if not _state(status).finished else None  # a server down: ConnectionError
 
 
 @dataclass
@@ -165,8 +174,12 @@ class RayJobHandle:
 
     @property
     def state(self) -> JobState:
-        status = self.client.get_job_status(self.submission_id)
-        return JobState.parse(_STATES.get(str(getattr(status, "value", status)), "UNKNOWN"))
+        """The job's state; UNKNOWN (not finished: asked again) while the server does not
+        answer, so a restart of the job server does not end the stage."""
+        try:
+            return _state(_request("ask the job's state", self.client.get_job_status, self.job_id))
+        except ConnectionError:
+            return JobState.UNKNOWN
 
     @property
     def log_paths(self) -> dict[str, str]:
@@ -176,7 +189,10 @@ class RayJobHandle:
     @property
     def node_list(self) -> str | None:
         """The node the entrypoint ran on (Ray's driver node id), once known."""
-        info = self.client.get_job_info(self.submission_id)
+        try:
+            info = _request("ask the job's node", self.client.get_job_info, self.job_id)
+        except (ConnectionError, LookupError):
+            return None
         return getattr(info, "driver_node_id", None) or None
 
     def done(self) -> bool:
@@ -199,9 +215,13 @@ class RayJobHandle:
         if state.value == "COMPLETED" and self.spec.result_path.exists():
             return dict(json.loads(self.spec.result_path.read_text()))
         known = _failure(self.spec)
-        info = self.client.get_job_info(self.submission_id)
-        why = known["reason"] if known else (getattr(info, "message", None) or "no reason given")
-        tail = "\n".join(self.client.get_job_logs(self.submission_id).strip().splitlines()[-30:])
+        try:  # what Ray says, best effort: a lost node's job may have no log left to read
+            info = _request("ask why the job ended", self.client.get_job_info, self.job_id)
+            ray_says = getattr(info, "message", None)
+        except (ConnectionError, LookupError) as exc:
+            ray_says = str(exc)
+        why = known["reason"] if known else (ray_says or "no reason given")
+        tail = "\n".join(self.log_tail()[0].strip().splitlines()[-30:])
         raise JobFailed(
             f"stage {self.spec.name} (Ray Job {self.submission_id}) ended in state "
             f"{state.value} ({why}); log: {self.log_paths['stdout']}\n{tail}",
@@ -213,9 +233,37 @@ class RayJobHandle:
         self.client.stop_job(self.submission_id)
 
     def log_tail(self, offset: int = 0) -> tuple[str, int]:
-        """The entrypoint's output since `offset` (Ray keeps the whole of it)."""
-        text: str = self.client.get_job_logs(self.submission_id)
+        """The entrypoint's output since `offset` (Ray keeps the whole of it, and sends the
+        whole of it each time); nothing new while the server does not answer."""
+        try:
+            text: str = _request("read the job's log", self.client.get_job_logs, self.job_id)
+        except (ConnectionError, LookupError):
+            return "", offset
         return text[offset:], len(text)
+
+
+def _state(status: Any) -> JobState:
+    return JobState.parse(_STATES.get(str(getattr(status, "value", status)), "UNKNOWN"))
+
+
+def _request(what: str, call: Any, *args: Any, **kwargs: Any) -> Any:
+    """One job-server request. Ray's SDK raises RuntimeError for every refused request: a job it
+    does not know becomes LookupError, a server error (5xx, 429) or no answer ConnectionError
+    (passing: the flow's retries try again), anything else (a bad request, a refused token)
+    stays what it is."""
+    try:
+        return call(*args, **kwargs)
+    except (ConnectionError, OSError) as exc:  # requests' errors are OSErrors
+        raise ConnectionError(f"Ray job server: could not {what}: {exc}") from exc
+    except RuntimeError as exc:
+        message = str(exc)
+        code = _STATUS_CODE.search(message)
+        status = int(code.group(1)) if code else None
+        if status == 404 or "does not exist" in message:
+            raise LookupError(f"Ray job server: could not {what}: {message}") from exc
+        if status is not None and (status >= 500 or status == 429):
+            raise ConnectionError(f"Ray job server: could not {what}: {message}") from exc
+        raise
 
 
 def _failure(spec: JobSpec) -> dict[str, Any] | None:

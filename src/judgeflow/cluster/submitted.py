@@ -41,6 +41,7 @@ def cancel_all(shared_dir: str | Path, key: str, cluster: ClusterConfig | None =
     """Cancel every job recorded under `key`; returns the job ids it asked to stop. A Ray Job
     is stopped through the job server of `cluster` (the run's cluster section)."""
     cancelled = []
+    ray_client = None
     for entry in _entries(shared_dir, key):
         job_id = str(entry["job_id"])
         if entry["backend"] == "slurm":
@@ -50,8 +51,11 @@ def cancel_all(shared_dir: str | Path, key: str, cluster: ClusterConfig | None =
                 continue
             from judgeflow.cluster.ray_jobs import client_for
 
-            with contextlib.suppress(Exception):  # finished, or the server is gone: nothing to stop
-                client_for(cluster).stop_job(job_id)
+            try:
+                ray_client = ray_client or client_for(cluster)
+                ray_client.stop_job(job_id)
+            except Exception:  # finished already, or the server is gone: not stopped by us
+                continue
         else:  # a local job is a process on this machine; SIGTERM makes it stop its command
             with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
                 os.kill(int(job_id), signal.SIGTERM)

@@ -427,7 +427,8 @@ def run_sft(
     publish()
     # the largest child so far: the trainer (on one node; torchrun's workers are its children)
     peak_rss_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    if lora:
+    if lora and {**os.environ, **(env or {})}.get("NODE_RANK", "0") == "0":
+        # one node merges (the one that saves); the others would write the same files at once
         merge_lora(params, train_dir, work / "export.yaml", engine_log, env=env, on_line=say)
 
     grad_norms = _grad_norms(train_dir / TRAINER_STATE)
