@@ -254,6 +254,7 @@ SPECIAL = {  # a valid changed value where the generic rule would not give one
     "reward.judge_datasets": ["judge"],
     "reward.judge_panel": ["/models/second-judge"],
     "grpo.lora.target": ["q_proj", "v_proj"],
+    "cluster.ray_runtime_env": {"env_vars": {"HF_HOME": "/data/hf"}},
 }
 #: A judge-paid policy whose judge needs no registry (a store URI), for the `reward.*` keys.
 PAID_BY_A_JUDGE = ["reward.judge=/models/judge", "reward.judge_mode=pointwise",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -370,3 +371,34 @@ def test_job_server_errors_are_told_apart(raised: Exception, becomes: type) -> N
         ray_jobs._request("ask", call)
     assert type(caught.value) is becomes
     assert is_transient(caught.value) == (becomes is ConnectionError)
+
+
+def test_ray_runtime_env_is_checked_by_ray_and_joins_the_stage_jobs() -> None:
+    import judgeflow
+    from judgeflow.config import ConfigError
+    from judgeflow.stages import train_job_spec
+    from judgeflow.stages.common import PreparedData
+
+    package = str(Path(judgeflow.__file__).parent)  # Ray checks a local module path exists
+    extra = f"{{py_modules: [{package}], env_vars: {{HF_HOME: /data/hf}}}}"
+    cfg = load_config("grpo-pointwise", overrides=[
+        "cluster.backend=ray", "engine=trl", f"cluster.ray_runtime_env={extra}"])  # fmt: skip
+    data = PreparedData(train_file="/t.parquet", val_file="/v.parquet", report_file="/r", report={})
+    env = ray_jobs.submission(train_job_spec(cfg, data, "run", dry_run=True), cfg.cluster, "x")[
+        "runtime_env"
+    ]
+    assert env["py_modules"] == [package]
+    assert env["env_vars"]["HF_HOME"] == "/data/hf" and "MLFLOW_RUN_ID" in env["env_vars"]
+    for bad, said in [
+        (
+            "{py_module: [/x]}",
+            "not a field of Ray's runtime environment (did you mean py_modules?)",
+        ),
+        ("{pip: 5}", "Ray refuses it"),
+        ("{env_vars: {HF_TOKEN: hf_abc}}", "looks like a secret"),
+    ]:
+        with pytest.raises(ConfigError, match=re.escape(said)):
+            load_config(
+                "grpo-pointwise",
+                overrides=["cluster.backend=ray", f"cluster.ray_runtime_env={bad}"],
+            )

@@ -106,7 +106,14 @@ def submission(spec: JobSpec, cluster: ClusterConfig, submission_id: str) -> dic
     kwargs: dict[str, Any] = {
         "entrypoint": f"{python} -m {ENTRYPOINT_MODULE} {shlex.quote(str(spec_path))}",
         "submission_id": submission_id,
-        "runtime_env": {"env_vars": {**spec.env, **_JOB_SETTINGS}},
+        "runtime_env": {
+            **cluster.ray_runtime_env,
+            "env_vars": {
+                **(cluster.ray_runtime_env.get("env_vars") or {}),
+                **spec.env,
+                **_JOB_SETTINGS,
+            },
+        },
         "metadata": {"judgeflow.stage": spec.name},
         "entrypoint_num_cpus": cluster.cpus_per_task or 1,
     }

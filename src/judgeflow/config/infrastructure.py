@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from judgeflow.config.redaction import is_secret
 from judgeflow.config.section import Section
 from judgeflow.home import judgeflow_home
 
@@ -24,6 +25,12 @@ class ClusterConfig(Section):
         None,
         description="backend ray: the cluster's job server (e.g. `http://head:8265`); unset: "
         "RAY_ADDRESS where the flow runs",
+    )
+    ray_runtime_env: dict[str, Any] = Field(
+        default_factory=dict,
+        description="backend ray: more of each stage job's Ray runtime environment (e.g. "
+        "{py_modules: [...], pip: [...], image_uri: ...}: judgeflow and its inputs carried "
+        "to nodes that lack them); its env_vars join the stage's",
     )
     ray_token_path: str | None = Field(
         None,
@@ -75,6 +82,34 @@ class ClusterConfig(Section):
     orphan_timeout_s: float = Field(
         600.0, gt=0, description="a job nothing follows this long (its flow died) stops"
     )
+
+    @field_validator("ray_runtime_env")
+    @classmethod
+    def _runtime_env(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """Fields Ray's RuntimeEnv knows, values its own checks accept, and no secret in it: a
+        job's runtime environment is shown by the dashboard and `ray job list`."""
+        if not value:
+            return value
+        from difflib import get_close_matches
+
+        from ray.runtime_env import RuntimeEnv
+
+        for key in value:
+            if key not in RuntimeEnv.known_fields:
+                close = get_close_matches(key, RuntimeEnv.known_fields, n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                raise ValueError(f"{key} is not a field of Ray's runtime environment{hint}")
+        try:
+            RuntimeEnv(**value)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"Ray refuses it: {exc}") from None
+        for name, text in (value.get("env_vars") or {}).items():
+            if is_secret(name, str(text)):
+                raise ValueError(
+                    f"ray_runtime_env.env_vars.{name} looks like a secret, and a Ray job's "
+                    f"environment is shown by its dashboard: use cluster.secrets.{name}"
+                )
+        return value
 
     @field_validator("shared_dir")
     @classmethod

@@ -98,7 +98,13 @@ ONLY_READ_BY: dict[str, tuple[str, ...]] = {
     ),
     # a cluster the user runs: where its job server is, how to reach it, and (as on Slurm) how
     # a node starts judgeflow's Python
-    "ray": ("cluster.ray_address", "cluster.ray_token_path", "cluster.python", "cluster.nodes"),
+    "ray": (
+        "cluster.ray_address",
+        "cluster.ray_token_path",
+        "cluster.ray_runtime_env",
+        "cluster.python",
+        "cluster.nodes",
+    ),
 }
 
 _READER_KIND = {"verl": "engine", "trl": "engine", "slurm": "backend", "local": "backend"}
