@@ -133,12 +133,7 @@ class JobRunner(submitit.helpers.Checkpointable):
             code = 0
         if alloc.rank != 0:
             return None
-        if code != 0:
-            raise _failure(spec, code)
-        if not spec.result_path.exists():
-            raise JobFailed(f"stage {spec.name}: command succeeded but wrote no {spec.result_path}")
-        result: dict[str, Any] = json.loads(spec.result_path.read_text())
-        return result
+        return _outcome(spec, code)
 
 
 def run_single(spec: JobSpec) -> dict[str, Any]:
@@ -153,7 +148,12 @@ def run_single(spec: JobSpec) -> dict[str, Any]:
     spec.failure_path.unlink(missing_ok=True)
     _stop_when_orphaned(spec)
     logger.info("[judgeflow] stage %s: Ray Job on %s", spec.name, os.uname().nodename)
-    code = _run_plain(spec.command, env)
+    return _outcome(spec, _run_plain(spec.command, env))
+
+
+def _outcome(spec: JobSpec, code: int) -> dict[str, Any]:
+    """The stage's result once its command exited with `code`; JobFailed (why written down
+    for the flow's retry decision) when it failed or wrote none."""
     if code != 0:
         raise _failure(spec, code)
     if not spec.result_path.exists():
