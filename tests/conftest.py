@@ -56,10 +56,21 @@ def _our_processes() -> dict[int, str]:
     return {p.pid: p.args for p in processes() if p.of_this_session and OURS.search(p.args)}
 
 
+def _on_the_dev_cluster() -> tuple[str, ...]:
+    """The test files that ask for the dev Slurm cluster (name its `slurm_cluster` fixture)."""
+    here = Path(__file__).parent
+    return tuple(
+        str(path.relative_to(here.parent))
+        for path in sorted((here / "cluster").glob("test_*.py"))
+        if "slurm_cluster" in path.read_text(encoding="utf-8")
+    )
+
+
 #: Tests that share something beyond their own folders, run by one xdist worker one after another:
 #: every test on the dev Slurm cluster (one cluster; each checks that no job is left in its
-#: queue), and the pipeline benchmarks (each checks that no `jfbench-*` folder is left in /tmp).
-SHARED = ("tests/cluster/", "tests/benchmarks/test_run_benchmarks.py")
+#: queue). The rest of tests/cluster (Ray started in the test's own process, pure functions) goes
+#: to whichever worker is free.
+SHARED = _on_the_dev_cluster()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -76,7 +87,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
     class SharedRunTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return next((shared for shared in SHARED if nodeid.startswith(shared)), nodeid)
+            return "dev-slurm-cluster" if nodeid.split("::")[0] in SHARED else nodeid
 
     return SharedRunTogether(config, log)
 

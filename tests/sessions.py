@@ -35,9 +35,12 @@ class Process:
 
     @property
     def in_a_slurm_job(self) -> bool:
-        return self.environ is not None and any(
-            v.startswith(b"SLURM_JOB_ID=") for v in self.environ
-        )
+        """Started by Slurm for a job: Slurm sets SLURM_CLUSTER_NAME beside SLURM_JOB_ID in every
+        job's environment; ranks a test simulates with SLURM_* variables have no cluster name."""
+        if self.environ is None:
+            return False
+        names = {v.split(b"=", 1)[0] for v in self.environ}
+        return {b"SLURM_JOB_ID", b"SLURM_CLUSTER_NAME"} <= names
 
 
 def processes() -> Iterator[Process]:

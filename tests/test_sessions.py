@@ -40,11 +40,12 @@ def test_a_started_process_is_of_this_session_and_an_unmarked_one_is_not(
     unmarked = {k: v for k, v in os.environ.items() if k != MARK}
     started.append(ours := start())
     started.append(other := start(unmarked))
-    started.append(in_job := start({**unmarked, "SLURM_JOB_ID": "7"}))
+    started.append(in_job := start({**unmarked, "SLURM_JOB_ID": "7", "SLURM_CLUSTER_NAME": "dev"}))
+    started.append(simulated := start({**unmarked, "SLURM_JOB_ID": "8"}))  # a simulated rank
     assert of_this_session(ours.pid)
     assert not of_this_session(other.pid) and not of_this_session(in_job.pid)
     seen = {p.pid: p for p in processes()}
     assert seen[ours.pid].of_this_session and "time.sleep(60)" in seen[ours.pid].args
     assert not seen[other.pid].of_this_session and not seen[other.pid].in_a_slurm_job
-    assert seen[in_job.pid].in_a_slurm_job
+    assert seen[in_job.pid].in_a_slurm_job and not seen[simulated.pid].in_a_slurm_job
     assert os.getpid() not in seen

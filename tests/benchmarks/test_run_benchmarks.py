@@ -7,6 +7,8 @@ runs ray-startup as two local ranks, without Slurm.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -18,20 +20,23 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "run.py"
 
 
-def _temp_dirs() -> set[Path]:
-    return set(Path(tempfile.gettempdir()).glob("jfbench-*"))
-
-
 def _run(tmp_path: Path, *names: str) -> tuple[str, dict[str, Any]]:
-    """Run the named benchmarks quickly; the table, the JSON, and no temp dir left behind."""
+    """Run the named benchmarks quickly; the table, the JSON, and no temp dir left behind.
+
+    The run gets a temporary directory of its own (TMPDIR; short, for Ray's socket paths), so
+    that what it leaves there is its own, whatever else runs beside it."""
     out = tmp_path / "results.json"
-    before = _temp_dirs()
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--only", *names, "--json", str(out)],
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert _temp_dirs() <= before, "temp dirs left behind"
+    own_tmp = Path(tempfile.mkdtemp(prefix="jfb-"))
+    try:
+        done = subprocess.run(
+            [sys.executable, str(SCRIPT), "--quick", "--only", *names, "--json", str(out)],
+            capture_output=True, text=True, timeout=900, env={**os.environ, "TMPDIR": str(own_tmp)},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        left = sorted(p.name for p in own_tmp.iterdir())
+    finally:
+        shutil.rmtree(own_tmp, ignore_errors=True)
+    assert not [name for name in left if name.startswith("jfbench-")], f"left behind: {left}"
     return done.stdout, json.loads(out.read_text())
 
 

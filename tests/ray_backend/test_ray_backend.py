@@ -1,6 +1,7 @@
 """`cluster.backend: ray` against a real Ray cluster on this host (a head with its job server and
 a second node, token authentication on): stages submitted as Ray Jobs, followed, cancelled,
-re-attached; and a whole judge pipeline on TRL whose stage jobs the cluster's job list shows."""
+re-attached; and a whole judge pipeline on TRL with LoRA whose stage jobs the cluster's job
+list shows."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import re
 import secrets
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,6 +26,7 @@ from judgeflow.cluster.net import free_ports
 from judgeflow.cluster.procs import ProcessTree
 from judgeflow.cluster.ray_bootstrap import MIN_OBJECT_STORE_BYTES
 from judgeflow.config import ClusterConfig, load_config
+from judgeflow.samples import sample_path
 
 pytestmark = pytest.mark.slow
 
@@ -271,20 +274,44 @@ def test_render_prints_the_ray_job_submit_that_rays_own_cli_accepts(
     assert "judgeflow.cluster.ray_job_main" in context.params["entrypoint"]
 
 
-def test_a_judge_pipeline_runs_its_stages_as_ray_jobs_and_registers_the_judge(
+#: What benchmarks/lora.py sets on top of the tiny profile (its LORA_SETS, held equal below).
+LORA = [
+    "sft.finetuning_type=lora",
+    "sft.lora.rank=8",
+    "sft.learning_rate=5.0e-3",
+    "grpo.lora.rank=8",
+    "grpo.learning_rate=1.0e-3",
+]
+
+
+def test_the_lora_benchmark_measures_the_setup_the_pipeline_test_runs() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    try:
+        from lora import LORA_SETS
+    finally:
+        sys.path.pop(0)
+    assert list(LORA_SETS) == LORA
+
+
+def test_a_lora_judge_pipeline_runs_as_ray_jobs_learns_and_its_champion_judges_rows(
     ray_cluster: RayCluster,
     prefect_server: str,
     mlflow_server: str,
     judgeflow_home: Path,
+    tmp_path: Path,
 ) -> None:
-    """Issue 37's run, shortened: grpo-pointwise on the tiny profile with the ray backend and
-    TRL: SFT, GRPO and the three evaluations are Ray Jobs that succeeded, the judge is measured
-    and registered, and the token reaches neither MLflow nor a job's environment."""
+    """Issue 37's two runs in one: grpo-pointwise on the tiny profile with the ray backend and
+    TRL, with LoRA in SFT and in GRPO. SFT, GRPO and the three evaluations are Ray Jobs that
+    succeeded; the token reaches neither MLflow nor a job's environment; SFT's adapter was
+    merged before GRPO, GRPO trained only its adapter and saved it merged; the judge is better
+    after GRPO than after SFT, registered, and its champion judges a file with `judgeflow judge`
+    as well as it was measured."""
     from mlflow.tracking import MlflowClient
+    from transformers import AutoModelForCausalLM
 
     from flows.judge_grpo import judge_grpo
 
-    name = "judge-grpo-pointwise-ray-flowtest"
+    name = "judge-grpo-pointwise-ray-lora-flowtest"
     summary = judge_grpo(
         mode="pointwise",
         profile="tiny",
@@ -292,14 +319,14 @@ def test_a_judge_pipeline_runs_its_stages_as_ray_jobs_and_registers_the_judge(
             f"tracking.tracking_uri={mlflow_server}", f"register.model_name={name}",
             "cluster.backend=ray", f"cluster.ray_address={ray_cluster.address}",
             f"cluster.ray_token_path={ray_cluster.token_path}", "engine=trl",
-            "sft.max_steps=30", "grpo.max_steps=4", "cluster.poll_s=0.5",
+            "cluster.poll_s=0.5", *LORA,
         ],
     )  # fmt: skip
-    assert summary["registry"]["final"]["name"] == name
-    run = MlflowClient(mlflow_server).get_run(summary["mlflow_run_id"])
-    assert "after/exact_match" in run.data.metrics and "sft/exact_match" in run.data.metrics
+    mlflow = MlflowClient(mlflow_server)
+    run = mlflow.get_run(summary["mlflow_run_id"])
     assert run.data.tags["judgeflow.backend"] == "ray"
 
+    # Every stage was a Ray Job of this run, and each succeeded.
     client = ray_jobs.client_for(ray_cluster.cluster())
     ours = {
         job.submission_id: job
@@ -312,6 +339,42 @@ def test_a_judge_pipeline_runs_its_stages_as_ray_jobs_and_registers_the_judge(
     token = ray_cluster.token_path.read_text()
     assert token not in json.dumps(run.data.params) + json.dumps(run.data.tags)
     assert all(token not in json.dumps(job.runtime_env) for job in ours.values())
+
+    m = run.data.metrics
+    # SFT trained an adapter and merged it: GRPO started from a whole model.
+    sft_dir = Path(run.data.tags["judgeflow.sft.model_dir"])
+    assert (sft_dir / "adapter" / "adapter_config.json").is_file()
+    assert (sft_dir / "model.safetensors").is_file()
+    assert run.data.tags["judgeflow.train.start_model"] == str(sft_dir)
+    # GRPO trained only its adapter, and the checkpoint is that adapter merged.
+    start = AutoModelForCausalLM.from_pretrained(judgeflow_home / "tiny-model")
+    total = sum(p.numel() for p in start.parameters())
+    assert 0 < m["train/summary/trainable_params"] < total / 5
+    final = Path(summary["checkpoint"])
+    assert (final / "model.safetensors").is_file() and not (final / "adapter_config.json").exists()
+    # It learns: SFT taught the format, GRPO made the judge better than its SFT start.
+    assert m["after/format_failure_rate"] <= 0.10
+    assert m["after/exact_match"] > m["sft/exact_match"]
+    assert m["after/reward_mean"] > m["sft/reward_mean"]
+    registered = summary["registry"]["final"]
+    assert registered["name"] == name and registered["promoted"]
+
+    # The champion judges a file like any other model.
+    val = sample_path("tinyjudge_pointwise_val.jsonl")
+    out = tmp_path / "verdicts.jsonl"
+    judged = subprocess.run(
+        [str(Path(sys.executable).parent / "judgeflow"), "judge", f"models:/{name}@champion",
+         "--data", str(val), "--output", str(out)],
+        env={**os.environ, "MLFLOW_TRACKING_URI": mlflow_server},
+        capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert judged.returncode == 0, judged.stdout + judged.stderr
+    rows = [json.loads(line) for line in Path(val).read_text().splitlines()]
+    verdicts = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(verdicts) == len(rows)
+    labels = [r["output"][0]["answer"]["label"]["helpfulness"] for r in rows]
+    agree = sum(v.get("score") == label for v, label in zip(verdicts, labels, strict=True))
+    assert agree / len(rows) == pytest.approx(m["after/exact_match"])  # what it was measured at
 
 
 def test_without_a_job_server_the_error_says_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
