@@ -112,6 +112,9 @@ BAD = [
         "ground_truth",
         "string_f1: expected a non-empty string",
     ),
+    (_row(dataset="max_length", truth="long"), "ground_truth", "max_length: expected a length"),
+    (_row(dataset="up_to_max_length", truth="nan"), "ground_truth", "expected a length in tokens"),
+    (_row(dataset="max_length", truth=True), "ground_truth", "expected a length in tokens"),
     ([1, 2], None, "expected an object"),
 ]
 
@@ -144,6 +147,10 @@ def test_labels_are_stored_as_the_verifier_reads_them(tmp_path: Path) -> None:
     read = read_rlvr(_write(tmp_path / "d.jsonl", rows), remap_verifier={"numbers": "gsm8k"})
     assert read.examples[0].labels == ("12",)  # open-instruct compares str(label)
     assert json.loads(read.examples[1].labels[0]) == {"func_name": "validate_lowercase", "N": None}
+    lengths = read_rlvr(_write(tmp_path / "l.jsonl", [
+        _row(dataset="max_length", truth=512), _row("Q2", dataset="up_to_max_length", truth=" 64 "),
+    ]))  # fmt: skip
+    assert [ex.labels for ex in lengths.examples] == [("512",), ("64",)]  # float() reads them
     search = read_rlvr(_write(tmp_path / "s.jsonl", [_row(dataset=["re_search_f1"],
                                                           truth=[["Paris", "Lyon"]])]))  # fmt: skip
     assert search.examples[0].labels == ('["Paris", "Lyon"]',)  # JSON, as the verifier parses it

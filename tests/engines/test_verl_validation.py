@@ -417,6 +417,49 @@ def test_naive_manager_pays_a_policy_with_the_rlvr_recipes_reward_settings(
     assert all(len(v) == len(lengths) for v in info.values())  # verl asserts equal lengths
 
 
+@pytest.mark.usefixtures("fresh_reward_module")
+def test_naive_manager_pays_the_length_verifiers_in_the_policys_tokens(
+    tmp_path: Path, tokenizer: Any, tiny_model: Path
+) -> None:
+    """verl's reward function sees the decoded response only (its end-of-sequence token
+    dropped): `length_tokenizer`, the policy's model, counts it again; open-instruct's formulas."""
+    from judgeflow.data.rlvr import prepare_rlvr
+
+    rows = [
+        {"messages": [{"role": "user", "content": f"Say {w} words."}], "dataset": d,
+         "ground_truth": str(w)}
+        for w, d in ((4, "max_length"), (2, "up_to_max_length"), (40, "up_to_max_length"))
+    ]  # fmt: skip
+    source = tmp_path / "lengths.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path = tmp_path / "lengths.parquet"
+    prepare_rlvr([str(source)], path)
+    config = composed(
+        "rlvr",
+        overrides=[
+            f"model.path={tiny_model}", "data.max_prompt_length=256", "rlvr.r1_style_format=off",
+            "rlvr.verification_reward=1", "rlvr.max_length_verifier_max_length=10",
+        ],
+    )  # fmt: skip
+    assert config.custom_reward_function.reward_kwargs.length_tokenizer == str(tiny_model)
+    dataset = rl_dataset([str(path)], config, tokenizer)
+    items = [dataset[i] for i in range(3)]
+    wanted = [int(item["reward_model"]["ground_truth"][0]) for item in items]
+    responses = ["one two three four five six", "one two three", "one"]
+    data, lengths = batch_of(items, responses, tokenizer)
+    counts = [n - 1 for n in lengths]  # what the reward sees: the text, without the EOS token
+    sources = [item["data_source"] for item in items]
+    assert sources == ["max_length", "up_to_max_length", "up_to_max_length"], sources
+    assert wanted == [4, 2, 40] and counts[1] > 2 and counts[2] < 40
+    expected = [
+        1 - abs(counts[0] - 4) / 10,  # max_length: as far off either way
+        1 - (counts[1] - 2) / 10,  # up_to_max_length: over by counts[1] - 2
+        1.0,  # under the length: whole
+    ]
+    out = reward_manager(config, tokenizer)(data, return_dict=True)
+    assert_rewards_at_last_token(out, lengths, expected)
+
+
 # ---------------------------------------------------------------------------- a judge pays
 
 

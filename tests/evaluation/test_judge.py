@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -164,3 +165,28 @@ def test_evaluate_uses_an_injected_generator(eval_setup: tuple[Path, Path]) -> N
     assert [m[0]["content"] for m in generator.seen][1] == "# Query\nq1\n# Response\nr1\n"
     assert result.metrics["eval/exact_match"] == pytest.approx(2 / 4)
     assert result.metrics["eval/format_failure_rate"] == pytest.approx(1 / 4)
+
+
+def test_a_policys_evaluation_counts_the_length_verifiers_in_the_models_tokens(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    """The evaluation sees text only: the evaluated model's tokenizer counts it for the length
+    verifiers, as verl's reward function does (judgeflow.rewards.rlvr.compose)."""
+    from judgeflow.data.rlvr import prepare_rlvr
+    from judgeflow.rewards.rlvr.score import token_counter
+
+    source = tmp_path / "lengths.jsonl"
+    row = {"messages": [{"role": "user", "content": "Say two words."}],
+           "dataset": "up_to_max_length", "ground_truth": "2"}  # fmt: skip
+    source.write_text(json.dumps(row) + "\n")
+    path = tmp_path / "lengths.parquet"
+    prepare_rlvr([str(source)], path)
+    reply = "one two three four"
+    over = token_counter(str(tiny_model))(reply) - 2
+    assert over > 0
+    result = evaluate_judge(
+        tiny_model, path, mode="rlvr", max_new_tokens=8, generator=_FixedReplies([reply]),
+        reward_kwargs={"r1_style_format": "off", "verification_reward": 1.0,
+                       "max_length_verifier_max_length": 100},
+    )  # fmt: skip
+    assert result.predictions[0]["reward"] == pytest.approx(1 - over / 100)

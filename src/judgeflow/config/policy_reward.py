@@ -44,6 +44,13 @@ class RlvrConfig(Section):
         100_000, gt=0, description="longer responses are not checked and score 0"
     )
     verifier_memory_mb: int = Field(2048, gt=0, description="the verifier process's memory cap")
+    max_length_verifier_max_length: int = Field(
+        32768,
+        gt=0,
+        description="the length verifiers' scale (open-instruct's): `max_length` pays "
+        "1 - |tokens - label| / this, `up_to_max_length` 1 up to the label, then "
+        "1 - (tokens - label) / this; tokens in the policy's tokenizer",
+    )
 
     @field_validator("r1_style_format", mode="before")
     @classmethod

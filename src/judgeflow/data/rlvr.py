@@ -40,7 +40,7 @@ from judgeflow.data.prompt_hashes import rlvr_prompt_hash
 from judgeflow.data.prompt_tokens import load_tokenizer, prompt_lengths
 from judgeflow.data.readers import DroppedRow, InputSummary, iter_records
 from judgeflow.rewards.rlvr.if_functions import IF_FUNCTIONS
-from judgeflow.rewards.rlvr.verifiers import VERIFIERS, UnknownVerifier, resolve
+from judgeflow.rewards.rlvr.verifiers import LENGTH_VERIFIERS, VERIFIERS, UnknownVerifier, resolve
 
 __all__ = ["RlvrExample", "RlvrRead", "prepare_rlvr", "read_rlvr", "rlvr_prompt_hash"]
 
@@ -114,6 +114,20 @@ def _messages(value: Any) -> tuple[tuple[str, str], ...]:
     return tuple(turns)
 
 
+def _length_label(verifier: str, value: Any, where: str) -> str:
+    """A length verifier's label: the length wanted, in tokens (open-instruct reads it with
+    `float`, and raises, or pays NaN, on what is not a finite number)."""
+    try:
+        wanted = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        wanted = math.nan
+    if not math.isfinite(wanted) or wanted < 0:
+        raise _Invalid(
+            where, f"{verifier}: expected a length in tokens (a number), got {_got(value)}"
+        )
+    return str(value).strip()
+
+
 def _label(verifier: str, value: Any, where: str) -> str:
     if verifier == "ifeval_old":
         constraint = value
@@ -129,6 +143,8 @@ def _label(verifier: str, value: Any, where: str) -> str:
                 f"got {_got(value)}",
             )  # fmt: skip
         return json.dumps(constraint, ensure_ascii=False, sort_keys=True)
+    if verifier in LENGTH_VERIFIERS:
+        return _length_label(verifier, value, where)
     if verifier == "gsm8k" and isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)  # open-instruct compares str(label)
     if verifier in ("re_search", "re_search_f1") and isinstance(value, list):
@@ -264,7 +280,7 @@ def _unknown(read: RlvrRead) -> str | None:
     )
     return (
         f"{len(read.unknown_verifiers)} verifier(s) judgeflow does not have: {named}. "
-        f"It has: {', '.join(sorted(VERIFIERS))} (remap a dataset to one of them with "
+        f"It has: {', '.join(sorted([*VERIFIERS, *LENGTH_VERIFIERS]))} (remap a dataset to one of them with "
         "remap_verifier, or drop those rows with skip_invalid)"
     )
 

@@ -132,15 +132,19 @@ def _reward_kwargs(
 ) -> dict[str, Any]:
     if cfg.mode != "rlvr":
         return {}
+    # verl's reward function sees the decoded text only: the length verifiers count it again
+    # in the policy's tokens
+    rules = {**cfg.rlvr.reward_kwargs(), "length_tokenizer": cfg.model.path}
     if not judged:
-        return cfg.rlvr.reward_kwargs()
+        return rules
     if unscored:
         datasets = sorted({d.lower() for d in cfg.reward.judge_datasets})
-        return {**cfg.rlvr.reward_kwargs(), "judge_datasets": datasets, "judge_unscored": True}
+        return {**rules, "judge_datasets": datasets, "judge_unscored": True}
     # each call's judge counts as a line: verl 0.6.1 logs no reward column of a training step
     rendered = {"judge_url": RENDERED_JUDGE_URL} if cfg.serves_judge_in_allocation else None
     served = served_judge or rendered  # the job's judge, or as rendered without a job
-    return {**cfg.policy_reward_kwargs(served=served), "judge_log_counts": True}
+    paid = cfg.policy_reward_kwargs(served=served)
+    return {**paid, "length_tokenizer": cfg.model.path, "judge_log_counts": True}
 
 
 def verl_overrides(

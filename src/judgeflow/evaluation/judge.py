@@ -102,6 +102,8 @@ def evaluate_judge(
     if samples > 1 and temperature == 0:
         raise ValueError("samples > 1 needs temperature > 0: greedy decoding repeats itself")
     rows = evaluation_rows(mode, read_rows(eval_file, limit))
+    if mode == "rlvr":  # the length verifiers count the text in the evaluated model's tokens
+        reward_kwargs = {"length_tokenizer": str(model_dir), **(reward_kwargs or {})}
     if generator is None:
         from judgeflow.engines.generate import HFGenerator
 

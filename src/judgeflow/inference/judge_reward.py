@@ -52,7 +52,12 @@ from judgeflow.inference.served_judge_client import (
     ServedJudge,
 )
 from judgeflow.rewards.rlvr.compose import Rollout
-from judgeflow.rewards.rlvr.score import sandbox_for, score_rollout, split_settings
+from judgeflow.rewards.rlvr.score import (
+    response_tokens,
+    sandbox_for,
+    score_rollout,
+    split_settings,
+)
 from judgeflow.rewards.rlvr.verifiers import reference_f1, remove_thinking_section
 
 __all__ = [
@@ -336,7 +341,7 @@ def compute_score(
     extras = [dict(e or {}) for e in given]
     judge_settings = {k: kwargs.pop(k) for k in JUDGE_KEYS if k in kwargs}
     routed = {d.lower() for d in judge_settings.get("judge_datasets") or ()}
-    rules, bounds, finish_default = split_settings(kwargs)
+    rules, bounds, finish_default, count_tokens = split_settings(kwargs)
     box = sandbox_for(bounds)
 
     rollouts, items, where = [], [], []
@@ -345,8 +350,9 @@ def compute_score(
     ):
         datasets = extra.get("dataset") or source
         rollout = Rollout(
-            response, truth, datasets, str(extra.get("finish_reason") or finish_default)
-        )
+            response, truth, datasets, str(extra.get("finish_reason") or finish_default),
+            response_tokens(extra),
+        )  # fmt: skip
         rollouts.append(rollout)
         names = [datasets] if isinstance(datasets, str) else list(datasets)
         labels = list(truth) if isinstance(truth, list | tuple) else [truth]
@@ -386,7 +392,9 @@ def compute_score(
     results = []
     for i, rollout in enumerate(rollouts):
         item = item_of.get(i)
-        row = score_rollout(rollout, rules, box, judged=judged[i], judge_datasets=routed)
+        row = score_rollout(
+            rollout, rules, box, judged=judged[i], judge_datasets=routed, count_tokens=count_tokens
+        )
         row |= {
             "judged": float(item is not None),
             "judge_format_failure": float(item is not None and judged[i] is None),

@@ -73,6 +73,11 @@ def reward_functions(
         for token_ids in ids:
             stopped = not stops or (bool(token_ids) and token_ids[-1] in stops)
             finishes.append("stop" if stopped else "length")
+        if reward == "rlvr":  # the length verifiers' count: the tokens TRL generated
+            extras = [
+                {**(e or {}), "response_tokens": len(t)} if t is not None else e
+                for e, t in zip(extras, ids, strict=True)
+            ]
         truths = [(rm or {}).get("ground_truth") for rm in kwargs["reward_model"]]
         texts = [_completion_text(c) for c in completions]
         scored: list[Mapping[str, Any]]

@@ -1,6 +1,7 @@
 """Verifiable rewards for policy RLVR, as open-instruct's ``grpo_fast`` pays them.
 
-- :mod:`.verifiers`: ``verify(name, prediction, label)``, open-instruct's verifiers by name;
+- :mod:`.verifiers`: ``verify(name, prediction, label)``, open-instruct's verifiers by name
+  (the length verifiers also take ``tokens``, the response's length in the policy's tokens);
 - :mod:`.math_answers`: extracting and comparing math answers (``math``, ``strict_math``);
 - :mod:`.if_functions`: Tulu 3's instruction-following constraints (``ifeval_old``);
 - :mod:`.sandbox`: the same checks with bounded time, memory and input size;
@@ -8,6 +9,12 @@
   non-stop penalty, and the metrics open-instruct logs.
 """
 
-from judgeflow.rewards.rlvr.verifiers import VERIFIERS, UnknownVerifier, resolve, verify
+from judgeflow.rewards.rlvr.verifiers import (
+    LENGTH_VERIFIERS,
+    VERIFIERS,
+    UnknownVerifier,
+    resolve,
+    verify,
+)
 
-__all__ = ["VERIFIERS", "UnknownVerifier", "resolve", "verify"]
+__all__ = ["LENGTH_VERIFIERS", "VERIFIERS", "UnknownVerifier", "resolve", "verify"]

@@ -9,6 +9,13 @@ verifier's weight is 1, as in open-instruct). The R1-style format reward (``</th
 - ``additive``: the format reward (``r1_style_format_reward``) is added to it;
 - ``off``: the format is not looked at.
 
+The length verifiers (``max_length``, ``up_to_max_length``) score the response's length in the
+policy's tokens, divided by ``max_length_verifier_max_length``: the engine's own count when it
+gives one (:attr:`Rollout.tokens`; TRL's completion ids, the end-of-sequence token included as
+in open-instruct's vLLM token ids), else the response text tokenized again by the policy's
+tokenizer (``count_tokens``; verl's reward function and the evaluation, which see only the text:
+no end-of-sequence token there, so one token fewer on a response that stopped).
+
 Then, with ``non_stop_penalty``, a truncated response (finish reason other than ``stop``) gets
 ``non_stop_penalty_value`` in place of whatever it earned.
 
@@ -26,7 +33,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from judgeflow.rewards.rlvr.sandbox import Outcome
-from judgeflow.rewards.rlvr.verifiers import resolve
+from judgeflow.rewards.rlvr.verifiers import (
+    LENGTH_VERIFIERS,
+    MAX_LENGTH_VERIFIER_MAX_LENGTH,
+    resolve,
+    verify,
+)
 
 FormatMode = Literal["gated", "additive", "off"]
 FORMAT_MODES: tuple[FormatMode, ...] = get_args(FormatMode)
@@ -68,6 +80,7 @@ class RewardRules:
     non_stop_penalty: bool = False
     non_stop_penalty_value: float = -10.0
     remap_verifier: Mapping[str, str] = field(default_factory=dict)
+    max_length_verifier_max_length: int = MAX_LENGTH_VERIFIER_MAX_LENGTH
 
     def __post_init__(self) -> None:
         if self.r1_style_format not in FORMAT_MODES:
@@ -75,6 +88,8 @@ class RewardRules:
                 f"r1_style_format must be one of {', '.join(FORMAT_MODES)}, "
                 f"got {self.r1_style_format!r}"
             )
+        if self.max_length_verifier_max_length <= 0:
+            raise ValueError("max_length_verifier_max_length must be positive")
 
 
 @dataclass(frozen=True)
@@ -85,6 +100,8 @@ class Rollout:
     ground_truth: Any  # one label, or a list of them paired with the list of datasets
     dataset: str | Sequence[str]
     finish_reason: str = "stop"
+    #: the response's length in the policy's tokens, as the engine generated it (None: unknown)
+    tokens: int | None = None
 
 
 @dataclass
@@ -110,6 +127,34 @@ def _pairs(rollout: Rollout, index: int) -> list[tuple[str, Any]]:
     return list(zip(datasets, labels, strict=True))
 
 
+def _length(
+    name: str,
+    rollout: Rollout,
+    label: Any,
+    rules: RewardRules,
+    count_tokens: Callable[[str], int] | None,
+    index: int,
+) -> Outcome:
+    """A length verifier's score, in this process (arithmetic on a count: nothing to bound); a
+    label it cannot read (open-instruct raises on it) pays 0, counted as the verifier's error."""
+    tokens = rollout.tokens
+    if tokens is None:
+        if count_tokens is None:
+            raise ValueError(
+                f"rollout {index}: the {name} verifier needs the response's length in tokens, "
+                "and neither the engine nor the policy's tokenizer (length_tokenizer) gave it"
+            )
+        tokens = count_tokens(rollout.response)
+    try:
+        score = verify(
+            name, rollout.response, label, tokens=tokens,
+            max_length_verifier_max_length=rules.max_length_verifier_max_length,
+        )  # fmt: skip
+    except (TypeError, ValueError, OverflowError) as exc:
+        return Outcome(0.0, "error", f"{name}: {type(exc).__name__}: {exc}"[:300])
+    return Outcome(score, "ok")
+
+
 def compose(
     rollouts: Sequence[Rollout],
     rules: RewardRules,
@@ -117,6 +162,7 @@ def compose(
     check: Check,
     judged: Sequence[float | None] | None = None,
     judge_datasets: Collection[str] = (),
+    count_tokens: Callable[[str], int] | None = None,
 ) -> Rewards:
     """Scores for ``rollouts`` and the metrics open-instruct logs for them.
 
@@ -124,7 +170,9 @@ def compose(
     :func:`verify` (in this process, unbounded) for text that is trusted. A row's dataset in
     ``judge_datasets`` is paid by a trained judge instead, as open-instruct pays its LM-judge
     verifier: ``judged[i]`` is that judge's score of rollout ``i`` (0 to 1; None, the judge's
-    reply was malformed, pays 0), composed like any verifier's.
+    reply was malformed, pays 0), composed like any verifier's. ``count_tokens`` gives a
+    response's length in the policy's tokens to the length verifiers when its rollout does not
+    carry it.
     """
     routed = {d.lower() for d in judge_datasets}
     n = len(rollouts)
@@ -142,7 +190,10 @@ def compose(
                 name, result = JUDGE, (judged[i] if judged is not None else None) or 0.0
             else:
                 name = resolve(dataset, rules.remap_verifier)
-                result = check(name, rollout.response, label)
+                if name in LENGTH_VERIFIERS:
+                    result = _length(name, rollout, label, rules, count_tokens, i)
+                else:
+                    result = check(name, rollout.response, label)
             if isinstance(result, Outcome):
                 statuses[result.status] += 1
                 result = result.score

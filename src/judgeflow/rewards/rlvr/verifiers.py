@@ -21,6 +21,8 @@ from judgeflow.rewards.rlvr import math_answers as m
 from judgeflow.rewards.rlvr.if_functions import remove_thinking_section, verify_ifeval_old
 
 __all__ = [
+    "LENGTH_VERIFIERS",
+    "MAX_LENGTH_VERIFIER_MAX_LENGTH",
     "VERIFIERS",
     "UnknownVerifier",
     "normalize_answer",
@@ -216,14 +218,40 @@ VERIFIERS: dict[str, Callable[[str, Any], float]] = {
 }
 
 
+#: open-instruct's default ``max_length_verifier_max_length``: what a response's distance from
+#: its target length (in tokens) is divided by.
+MAX_LENGTH_VERIFIER_MAX_LENGTH = 32768
+
+
+def max_length(tokens: int, label: Any, scale: int = MAX_LENGTH_VERIFIER_MAX_LENGTH) -> float:
+    """open-instruct's ``MaxLenVerifier``: ``1 - |tokens - float(label)| / scale``, the label
+    being the length wanted. Not clipped, as there: a response further than ``scale`` tokens
+    from the length wanted scores below 0. A label ``float`` cannot read raises, as there."""
+    return 1 - abs(tokens - float(label)) / scale
+
+
+def up_to_max_length(tokens: int, label: Any, scale: int = MAX_LENGTH_VERIFIER_MAX_LENGTH) -> float:
+    """open-instruct's ``UpToMaxLenVerifier``: 1 up to the label's length, then
+    ``1 - (tokens - float(label)) / scale`` (not clipped, as there)."""
+    over = tokens - float(label)
+    return 1.0 if over < 0 else 1 - over / scale
+
+
+#: Verifiers that score a response's length in tokens (of the policy's tokenizer), not its text.
+LENGTH_VERIFIERS: dict[str, Callable[[int, Any, int], float]] = {
+    "max_length": max_length,
+    "up_to_max_length": up_to_max_length,
+}
+
+
 def resolve(dataset: str, remap: Mapping[str, str] | None = None) -> str:
     """The verifier a row's ``dataset`` names: lowercased, then remapped (``old → new``)."""
     name = dataset.lower()
     if remap:
         lowered = {old.lower(): new.lower() for old, new in remap.items()}
         name = lowered.get(name, name)
-    if name not in VERIFIERS:
-        known = ", ".join(sorted(VERIFIERS))
+    if name not in VERIFIERS and name not in LENGTH_VERIFIERS:
+        known = ", ".join(sorted([*VERIFIERS, *LENGTH_VERIFIERS]))
         raise UnknownVerifier(
             f"no verifier {dataset!r}; judgeflow has: {known} (a dataset of another name can be "
             "remapped to one of them, as open-instruct's --remap_verifier old=new)"
@@ -231,6 +259,24 @@ def resolve(dataset: str, remap: Mapping[str, str] | None = None) -> str:
     return name
 
 
-def verify(name: str, prediction: str, label: Any) -> float:
-    """Score ``prediction`` against ``label`` with the verifier ``name`` (any case), 0 to 1."""
-    return VERIFIERS[resolve(name)](prediction, label)
+def verify(
+    name: str,
+    prediction: str,
+    label: Any,
+    *,
+    tokens: int | None = None,
+    max_length_verifier_max_length: int = MAX_LENGTH_VERIFIER_MAX_LENGTH,
+) -> float:
+    """Score ``prediction`` against ``label`` with the verifier ``name`` (any case), 0 to 1.
+
+    The length verifiers (:data:`LENGTH_VERIFIERS`) score ``tokens``, the response's length in
+    the policy's tokens, which their caller must give (open-instruct passes each verifier the
+    response's token ids; only these two read them)."""
+    resolved = resolve(name)
+    if resolved in LENGTH_VERIFIERS:
+        if tokens is None:
+            raise ValueError(
+                f"the {resolved} verifier scores the response's length in tokens: pass tokens="
+            )
+        return LENGTH_VERIFIERS[resolved](tokens, label, max_length_verifier_max_length)
+    return VERIFIERS[resolved](prediction, label)
