@@ -128,6 +128,8 @@ def prepare_identity(cfg: RunConfig) -> dict[str, Any]:
             "remap_verifier": dict(sorted(cfg.rlvr.remap_verifier.items())),
             "tokenizer": cfg.model.path if d.filter_overlong_prompts else None,
             "max_prompt_length": d.max_prompt_length if d.filter_overlong_prompts else None,
+            # only when set: other runs keep their cache keys
+            **({"system_prompt": d.system_prompt} if d.system_prompt is not None else {}),
             # rows a trained judge pays (only when one does: other runs keep their cache keys)
             **(
                 {"judge_datasets": sorted({x.lower() for x in cfg.reward.judge_datasets})}
@@ -228,10 +230,21 @@ def train_key(cfg: RunConfig, report: dict[str, Any]) -> str:
 
 
 def prepare_sft_key(cfg: RunConfig, manifest_hash: str) -> str:
-    """The validated SFT parquet depends on the SFT source's content and `skip_invalid`."""
+    """The validated SFT parquet depends on the SFT source's content, `skip_invalid` and a
+    policy's `data.system_prompt`."""
+    system = sft_system_prompt(cfg)
     return "prepare-sft-" + digest(
-        manifest_hash, cfg.data.skip_invalid, code_version(*PREPARE_CODE)
+        manifest_hash,
+        cfg.data.skip_invalid,
+        *([system] if system is not None else []),  # unset: the key it always had
+        code_version(*PREPARE_CODE),
     )
+
+
+def sft_system_prompt(cfg: RunConfig) -> str | None:
+    """The system turn the SFT rows get: a policy's `data.system_prompt` (judges' SFT rows are
+    rendered by their templates and keep theirs)."""
+    return cfg.data.system_prompt if cfg.mode == "rlvr" else None
 
 
 def sft_key(cfg: RunConfig, sft_file: str) -> str:

@@ -78,6 +78,9 @@ def test_dataset_info_matches_the_reference(tmp_path: Path) -> None:
                 "content_tag": "content",
                 "user_tag": "user",
                 "assistant_tag": "assistant",
+                # beyond the reference (whose rows have no system turn): LLaMA-Factory reads a
+                # system turn only under a tag the entry names (tests/engines/test_system_prompt)
+                "system_tag": "system",
             },
         }
     }

@@ -141,6 +141,12 @@ def prepare_rlvr_cmd(
     skip_invalid: Annotated[
         bool, typer.Option(help="Drop invalid rows (counted in the report) instead of failing.")
     ] = False,
+    system_prompt: Annotated[
+        str | None,
+        typer.Option(
+            help="The system turn every prompt gets in place of its own (data.system_prompt)."
+        ),
+    ] = None,
 ) -> None:
     """Policy RLVR data: every row checked against its verifiers, split by prompt, a report."""
     from judgeflow.data.rlvr import prepare_rlvr
@@ -154,7 +160,7 @@ def prepare_rlvr_cmd(
     try:
         result = prepare_rlvr(
             [str(p) for p in input], str(output), val_fraction=val_fraction, seed=seed,
-            remap_verifier=remap, skip_invalid=skip_invalid,
+            remap_verifier=remap, skip_invalid=skip_invalid, system_prompt=system_prompt,
         )  # fmt: skip
     except user_errors() as exc:
         raise fail(exc, JUDGE_FLAGS) from None

@@ -63,6 +63,12 @@ class DataConfig(Section):
         True, description="drop prompts longer than max_prompt_length (the model's tokenizer)"
     )
     skip_invalid: bool = Field(False, description="drop invalid rows (reported) instead of failing")
+    system_prompt: str | None = Field(
+        None,
+        description="a policy's system turn: every prompt (RLVR rows and the run's SFT rows) gets "
+        "it in place of its own system turns, when the data is prepared, so SFT, GRPO on either "
+        "engine and the evaluation all render the same conversation",
+    )
     chosen_label: int = Field(4, ge=0, le=4, description="pointwise label of a RewardBench2 chosen")
     rejected_label: int = Field(0, ge=0, le=4, description="pointwise label of a rejected")
     grrm: GrrmDataConfig = Field(

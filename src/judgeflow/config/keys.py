@@ -77,7 +77,7 @@ ONLY_READ_BY: dict[str, tuple[str, ...]] = {
     # GRRM's columns and augmentation, and its sharded preparation on Ray
     "grrm": ("data.grrm", "data.shards", "data.ray_address"),
     # a policy's verifiable reward (`judgeflow.rewards.rlvr`)
-    "rlvr": ("rlvr", "reward", "data.val_fraction"),
+    "rlvr": ("rlvr", "reward", "data.val_fraction", "data.system_prompt"),
     # sbatch and the Ray cluster of an allocation; the local backend runs one process here
     "slurm": tuple(
         f"cluster.{key}"

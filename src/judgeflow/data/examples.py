@@ -12,6 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Preference = Literal["A", "B"]
+Turns = tuple[tuple[str, str], ...]
+
+
+def with_system_prompt(turns: Turns, system_prompt: str | None) -> Turns:
+    """`turns` (role, content) with `system_prompt` as their only system turn, first; unchanged
+    without one (`data.system_prompt`, applied to a policy's RLVR and SFT rows alike)."""
+    if system_prompt is None:
+        return turns
+    return (("system", system_prompt), *(t for t in turns if t[0] != "system"))
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ import pyarrow as pa
 
 import judgeflow
 from judgeflow.data.errors import DataError, DataValidationError, RowIssue
-from judgeflow.data.examples import Origin
+from judgeflow.data.examples import Origin, with_system_prompt
 from judgeflow.data.io import PathLike, atomic_write_many, exists, parquet_bytes, remove
 from judgeflow.data.jsonl import not_an_object
 from judgeflow.data.judge_parsers import _got, _Invalid
@@ -180,12 +180,13 @@ def _example(
     origin: Origin,
     remap: Mapping[str, str] | None,
     judge_datasets: frozenset[str] = frozenset(),
+    system_prompt: str | None = None,
 ) -> RlvrExample:
     if isinstance(record, RowIssue):
         raise _Invalid(record.field, record.message)
     if not isinstance(record, dict):
         raise _Invalid(None, not_an_object(record))
-    messages = _messages(record.get("messages"))
+    messages = with_system_prompt(_messages(record.get("messages")), system_prompt)
     datasets, truths = record.get("dataset"), record.get("ground_truth")
     if isinstance(datasets, str):
         datasets = [datasets]
@@ -238,9 +239,11 @@ def read_rlvr(
     remap_verifier: Mapping[str, str] | None = None,
     skip_invalid: bool = False,
     judge_datasets: Sequence[str] = (),
+    system_prompt: str | None = None,
 ) -> RlvrRead:
     """Read and check RLVR rows from one or more files; a dataset in `judge_datasets` is paid
-    by a trained judge (its ground truth is the reference answer)."""
+    by a trained judge (its ground truth is the reference answer); with `system_prompt` every
+    prompt has it as its system turn (`with_system_prompt`)."""
     routed = frozenset(d.lower() for d in judge_datasets)
     paths = [inputs] if isinstance(inputs, str | os.PathLike) else list(inputs)
     if not paths:
@@ -253,7 +256,9 @@ def read_rlvr(
         for row, record in iter_records(name):
             rows_read += 1
             try:
-                example = _example(record, Origin(file=name, row=row), remap_verifier, routed)
+                example = _example(
+                    record, Origin(file=name, row=row), remap_verifier, routed, system_prompt
+                )
             except _Invalid as exc:
                 if isinstance(exc, _UnknownVerifier):
                     result.unknown_verifiers.setdefault(exc.name, []).append((name, row))
@@ -391,11 +396,13 @@ def prepare_rlvr(
     tokenizer: Any = None,
     max_prompt_length: int | None = None,
     judge_datasets: Sequence[str] = (),
+    system_prompt: str | None = None,
 ) -> PrepareResult:
     """Read, check and split RLVR rows; write verl RL parquet (train, val) and a report, together.
 
     With `tokenizer` and `max_prompt_length`, prompts longer than that (chat-templated, counted as
-    verl counts them) are dropped, counted and listed as `prompt_too_long`."""
+    verl counts them) are dropped, counted and listed as `prompt_too_long`; with `system_prompt`,
+    every prompt's system turn is it (counted in that length too)."""
     if not 0 <= val_fraction < 1:
         raise DataError(f"val_fraction must be in [0, 1), got {val_fraction}")
     if (tokenizer is None) != (max_prompt_length is None):
@@ -406,6 +413,7 @@ def prepare_rlvr(
         remap_verifier=remap_verifier,
         skip_invalid=skip_invalid,
         judge_datasets=judge_datasets,
+        system_prompt=system_prompt,
     )
     too_long = 0
     if tokenizer is not None and max_prompt_length is not None and read.examples:
@@ -452,6 +460,7 @@ def prepare_rlvr(
             "remap_verifier": dict(remap_verifier or {}),
             "skip_invalid": skip_invalid,
             "max_prompt_length": max_prompt_length,
+            **({"system_prompt": system_prompt} if system_prompt is not None else {}),
             **(
                 {"judge_datasets": sorted({d.lower() for d in judge_datasets})}
                 if judge_datasets

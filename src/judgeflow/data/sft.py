@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from judgeflow.data.duplicates import PromptUnits, prompt_duplicates
 from judgeflow.data.errors import DataError, DataValidationError, RowIssue
+from judgeflow.data.examples import with_system_prompt
 from judgeflow.data.io import PathLike, sha256_file, write_parquet_atomic
 from judgeflow.data.jsonl import not_an_object
 from judgeflow.data.prompt_hashes import chat_prompt_hash
@@ -59,12 +60,18 @@ class SftPrepareResult:
 
 
 def prepare_sft_messages(
-    inputs: Sequence[PathLike], output: PathLike, *, skip_invalid: bool = False
+    inputs: Sequence[PathLike],
+    output: PathLike,
+    *,
+    skip_invalid: bool = False,
+    system_prompt: str | None = None,
 ) -> SftPrepareResult:
     """Validate `messages` rows from parquet / JSONL files and write them to `output` (parquet).
 
     A valid row has a `messages` list of at least two `{"role", "content"}` turns, roles from
     system/user/assistant, non-empty string contents, a user turn, and an assistant turn last.
+    With `system_prompt` (a policy's `data.system_prompt`) each row's system turn is it, as
+    the RLVR rows' is (`with_system_prompt`).
     """
     rows: list[dict[str, Any]] = []
     origins: list[tuple[str, int]] = []
@@ -75,7 +82,10 @@ def prepare_sft_messages(
             read += 1
             issue = record if isinstance(record, RowIssue) else _check(str(path), row, record)
             if issue is None:
-                messages = _turns(record["messages"])
+                turns = tuple((t["role"], t["content"]) for t in record["messages"])
+                messages = [
+                    {"role": r, "content": c} for r, c in with_system_prompt(turns, system_prompt)
+                ]
                 rows.append({"messages": messages, "prompt_hash": chat_prompt_hash(messages)})
                 origins.append((str(path), row))
             else:
@@ -136,7 +146,3 @@ def _check(path: str, row: int, record: Any) -> RowIssue | None:
     if not any(turn["role"] == "user" for turn in messages):
         return RowIssue(path, row, "messages", "no user turn")
     return None
-
-
-def _turns(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
-    return [{"role": t["role"], "content": t["content"]} for t in messages]

@@ -36,6 +36,15 @@ class Generator(Protocol):
     ) -> list[str]: ...
 
 
+def render_prompts(tokenizer: Any, prompts: Sequence[Messages]) -> list[str]:
+    """Each conversation as the model is asked it: the tokenizer's chat template with the
+    assistant's turn opened (as TRL and verl render a GRPO prompt)."""
+    return [
+        tokenizer.apply_chat_template(list(p), add_generation_prompt=True, tokenize=False)
+        for p in prompts
+    ]
+
+
 @dataclass
 class HFGenerator:
     """transformers `generate` with left padding; the model loads on first use and stays loaded."""
@@ -59,10 +68,7 @@ class HFGenerator:
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be positive (got {self.batch_size})")
         model, tokenizer = self._model_and_tokenizer()
-        texts = [
-            tokenizer.apply_chat_template(list(p), add_generation_prompt=True, tokenize=False)
-            for p in prompts
-        ]
+        texts = render_prompts(tokenizer, prompts)
         # Longest first, so each batch holds similar lengths (less padding) and OOM shows early.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         config = self._generation_config(model, tokenizer, max_new_tokens, temperature, top_p)

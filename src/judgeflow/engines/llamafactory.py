@@ -193,6 +193,9 @@ def write_dataset_info(dataset_dir: str | Path, name: str, file_name: str | Path
                 "content_tag": "content",
                 "user_tag": "user",
                 "assistant_tag": "assistant",
+                # LLaMA-Factory's parser leaves a tag the entry does not name unset: without
+                # this, a row's system turn was not read as one and the row was dropped
+                "system_tag": "system",
             },
         }
     }

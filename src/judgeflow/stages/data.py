@@ -8,7 +8,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from judgeflow.caching import prepare_identity
+from judgeflow.caching import prepare_identity, sft_system_prompt
 from judgeflow.config import RunConfig
 from judgeflow.config.redaction import strip_credentials
 from judgeflow.stages.common import (
@@ -151,12 +151,17 @@ def prepare_sft_stage(cfg: RunConfig, manifest: Manifest) -> SftData:
     """Validate the judge SFT rows into one `messages` parquet, keyed by content."""
     from judgeflow.data.sft import prepare_sft_messages
 
-    key = _short_hash(manifest.content_hash, "sft-messages", str(cfg.data.skip_invalid))
+    system = sft_system_prompt(cfg)
+    key = _short_hash(
+        manifest.content_hash, "sft-messages", str(cfg.data.skip_invalid),
+        *([system] if system is not None else []),
+    )  # fmt: skip
     out_dir = store_for(cfg).local_dir("prepared", key)
     result = prepare_sft_messages(
         [str(p) for p in local_manifest(cfg, manifest).paths],
         out_dir / "sft.parquet",
         skip_invalid=cfg.data.skip_invalid,
+        system_prompt=system,
     )
     uri = _published(cfg, out_dir, "prepared", key)
     return SftData(file=uri(str(result.output_path)), report=result.report)

@@ -1,0 +1,108 @@
+"""`data.system_prompt` (issue 36 part 4, in part): a policy's system turn, set once when the data
+is prepared, and the prompt each consumer renders from the prepared rows is the same text:
+LLaMA-Factory's SFT (its own sharegpt converter and `chatml` template), TRL's GRPO (its
+`maybe_apply_chat_template`), verl's (`RLHFDataset`) and the evaluation (`render_prompts`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from judgeflow.config import load_config
+from judgeflow.data.rlvr import prepare_rlvr
+from judgeflow.data.sft import prepare_sft_messages
+from judgeflow.engines.generate import render_prompts
+
+SYSTEM = "Answer in one word, inside <answer></answer>."
+QUESTION = "Which animal says moo?"
+
+
+def _jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _prepared(tmp_path: Path, system_prompt: str | None) -> tuple[list[Any], list[Any]]:
+    """The RLVR rows' prompts and the SFT rows' messages, prepared with `system_prompt`."""
+    own_system = {"role": "system", "content": "You are a helpful assistant."}
+    rlvr = _jsonl(tmp_path / "rlvr.jsonl", [
+        {"messages": [{"role": "user", "content": QUESTION}], "dataset": "string_f1",
+         "ground_truth": "cow"},
+        {"messages": [own_system, {"role": "user", "content": "Which animal barks?"}],
+         "dataset": "string_f1", "ground_truth": "dog"},
+    ])  # fmt: skip
+    sft = _jsonl(tmp_path / "sft.jsonl", [
+        {"messages": [own_system, {"role": "user", "content": QUESTION},
+                      {"role": "assistant", "content": "<answer>cow</answer>"}]},
+    ])  # fmt: skip
+    out = tmp_path / ("with" if system_prompt else "without")
+    result = prepare_rlvr([str(rlvr)], out / "rlvr.parquet", system_prompt=system_prompt)
+    assert result.report["parameters"].get("system_prompt") == system_prompt
+    sft_result = prepare_sft_messages([str(sft)], out / "sft.parquet", system_prompt=system_prompt)
+    prompts = [r["prompt"] for r in pq.read_table(result.train_path).to_pylist()]
+    messages = [r["messages"] for r in pq.read_table(sft_result.output_path).to_pylist()]
+    return prompts, messages
+
+
+def test_every_prompt_gets_the_system_turn_in_place_of_its_own(tmp_path: Path) -> None:
+    prompts, messages = _prepared(tmp_path, SYSTEM)
+    for turns in [*prompts, *messages]:
+        assert turns[0] == {"role": "system", "content": SYSTEM}
+        assert [t["role"] for t in turns[1:]].count("system") == 0
+    assert prompts[1][1] == {"role": "user", "content": "Which animal barks?"}
+    assert messages[0][-1] == {"role": "assistant", "content": "<answer>cow</answer>"}
+    # unset, the rows are as they came (the second keeps its own system turn)
+    plain, plain_sft = _prepared(tmp_path, None)
+    assert plain[0] == [{"role": "user", "content": QUESTION}]
+    assert plain[1][0]["content"] == plain_sft[0][0]["content"] == "You are a helpful assistant."
+
+
+def test_sft_grpo_on_both_engines_and_the_evaluation_render_the_same_prompt(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    pytest.importorskip("verl")
+    from llamafactory.data import get_template_and_fix_tokenizer
+    from llamafactory.data.converter import SharegptDatasetConverter
+    from llamafactory.data.parser import get_dataset_list
+    from llamafactory.hparams import DataArguments
+    from transformers import AutoTokenizer
+    from trl.data_utils import maybe_apply_chat_template
+    from verl.trainer.main_ppo import create_rl_dataset
+
+    from judgeflow.engines.llamafactory import write_dataset_info
+    from judgeflow.engines.verl import compose_verl_config, verl_overrides
+
+    prompts, messages = _prepared(tmp_path, SYSTEM)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+
+    evaluation = render_prompts(tokenizer, [prompts[0]])[0]
+    trl = maybe_apply_chat_template({"prompt": prompts[0]}, tokenizer)["prompt"]
+
+    cfg = load_config("rlvr", overrides=[f"model.path={tiny_model}", "data.max_prompt_length=256"])
+    config = compose_verl_config(verl_overrides(
+        cfg, train_files=["/d/t.parquet"], val_files=["/d/v.parquet"], checkpoint_dir="/c",
+    ))  # fmt: skip
+    train = str(tmp_path / "with" / "rlvr.parquet")
+    verl_row = create_rl_dataset([train], config.data, tokenizer, None, is_train=True)[0]
+    ids = verl_row["input_ids"][verl_row["attention_mask"].bool()].tolist()
+    verl = tokenizer.decode(ids)
+
+    # LLaMA-Factory: the dataset as judgeflow registers it, read by its own parser, through its
+    # sharegpt converter, then its template
+    write_dataset_info(tmp_path / "lf", "sft", tmp_path / "with" / "sft.parquet")
+    [attr] = get_dataset_list(["sft"], str(tmp_path / "lf"))
+    data_args = DataArguments(template=cfg.sft.template)
+    converted = SharegptDatasetConverter(attr, data_args)({"messages": messages[0]})
+    assert converted["_system"] == SYSTEM
+    template = get_template_and_fix_tokenizer(tokenizer, data_args)
+    prompt_ids, _ = template.encode_oneturn(
+        tokenizer, converted["_prompt"] + converted["_response"], system=converted["_system"]
+    )
+    sft = tokenizer.decode(prompt_ids)
+
+    assert SYSTEM in evaluation and QUESTION in evaluation
+    assert evaluation == trl == verl == sft, (evaluation, trl, verl, sft)
