@@ -106,3 +106,29 @@ def test_sft_grpo_on_both_engines_and_the_evaluation_render_the_same_prompt(
 
     assert SYSTEM in evaluation and QUESTION in evaluation
     assert evaluation == trl == verl == sft, (evaluation, trl, verl, sft)
+
+
+def test_judgeflow_evaluate_prepares_a_policys_data_with_its_system_prompt(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    """`judgeflow evaluate --data rows.jsonl` asks the policy as its training did."""
+    from judgeflow.cli.evaluate import evaluation_file
+
+    rows = _jsonl(tmp_path / "rows.jsonl", [
+        {"messages": [{"role": "user", "content": QUESTION}], "dataset": "string_f1",
+         "ground_truth": "cow"},
+    ])  # fmt: skip
+    cfg = load_config(
+        "rlvr", overrides=[f"model.path={tiny_model}", f"data.system_prompt={SYSTEM}"]
+    )
+    prepared = evaluation_file(cfg, str(rows), tmp_path / "work")
+    [row] = pq.read_table(prepared).to_pylist()
+    assert row["prompt"][0] == {"role": "system", "content": SYSTEM}
+
+
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_an_empty_system_prompt_is_refused(empty: str) -> None:
+    from judgeflow.config import ConfigError
+
+    with pytest.raises(ConfigError, match="system_prompt"):
+        load_config("rlvr", overrides=[f"data.system_prompt='{empty}'"])

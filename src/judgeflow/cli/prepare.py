@@ -151,6 +151,9 @@ def prepare_rlvr_cmd(
     """Policy RLVR data: every row checked against its verifiers, split by prompt, a report."""
     from judgeflow.data.rlvr import prepare_rlvr
 
+    if system_prompt is not None and not system_prompt.strip():
+        raise typer.BadParameter("an empty system prompt", param_hint="--system-prompt")
+
     remap = {}
     for item in remap_verifier or []:
         old, sep, new = item.partition("=")

@@ -65,6 +65,8 @@ class DataConfig(Section):
     skip_invalid: bool = Field(False, description="drop invalid rows (reported) instead of failing")
     system_prompt: str | None = Field(
         None,
+        min_length=1,
+        pattern=r"\S",
         description="a policy's system turn: every prompt (RLVR rows and the run's SFT rows) gets "
         "it in place of its own system turns, when the data is prepared, so SFT, GRPO on either "
         "engine and the evaluation all render the same conversation",

@@ -20,6 +20,8 @@ def with_system_prompt(turns: Turns, system_prompt: str | None) -> Turns:
     without one (`data.system_prompt`, applied to a policy's RLVR and SFT rows alike)."""
     if system_prompt is None:
         return turns
+    if not system_prompt.strip():  # LLaMA-Factory would use its template's default for it
+        raise ValueError("an empty system prompt")
     return (("system", system_prompt), *(t for t in turns if t[0] != "system"))
 
 

@@ -14,7 +14,8 @@ policy's tokens, divided by ``max_length_verifier_max_length``: the engine's own
 gives one (:attr:`Rollout.tokens`; TRL's completion ids, the end-of-sequence token included as
 in open-instruct's vLLM token ids), else the response text tokenized again by the policy's
 tokenizer (``count_tokens``; verl's reward function and the evaluation, which see only the text:
-no end-of-sequence token there, so one token fewer on a response that stopped).
+no end-of-sequence token there, so about one token fewer on a response that stopped: decoding
+and encoding again may also merge or split a token).
 
 Then, with ``non_stop_penalty``, a truncated response (finish reason other than ``stop``) gets
 ``non_stop_penalty_value`` in place of whatever it earned.

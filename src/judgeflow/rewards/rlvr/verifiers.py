@@ -267,7 +267,8 @@ def verify(
     tokens: int | None = None,
     max_length_verifier_max_length: int = MAX_LENGTH_VERIFIER_MAX_LENGTH,
 ) -> float:
-    """Score ``prediction`` against ``label`` with the verifier ``name`` (any case), 0 to 1.
+    """Score ``prediction`` against ``label`` with the verifier ``name`` (any case), 0 to 1
+    (the length verifiers: below 0 past their scale, as open-instruct's).
 
     The length verifiers (:data:`LENGTH_VERIFIERS`) score ``tokens``, the response's length in
     the policy's tokens, which their caller must give (open-instruct passes each verifier the
