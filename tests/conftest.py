@@ -73,11 +73,19 @@ def _on_the_dev_cluster() -> tuple[str, ...]:
 SHARED = _on_the_dev_cluster()
 
 
+def _expected_s(item: pytest.Item) -> float:
+    """A slow test's `seconds` (`pytest.mark.slow(seconds=…)`: about what it took in a full run),
+    0 when it names none."""
+    marker = item.get_closest_marker("slow")
+    return float(marker.kwargs.get("seconds", 0)) if marker else 0.0
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The slow tests first, each group in its collected order: the longest ones (a pipeline, the
-    dev cluster's, one after another) start as the run starts and the quick ones fill the
-    workers' ends, so both workers finish at about the same time."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """The slow tests first, the longest of them (those that say how long they take) before the
+    rest, each group in its collected order: the longest start as the run starts and the quick
+    ones fill the workers' ends, so the workers finish at about the same time. (The suite keeps
+    both cores busy: a four-minute test handed out last is four minutes on the end of the run.)"""
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None, -_expected_s(item)))
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:

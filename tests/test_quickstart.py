@@ -20,7 +20,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from servers import invocations, mlflow_models_serve
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow(seconds=260), pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[1]
 QUOTED = REPO / "benchmarks" / "results" / "demo-pointwise.txt"

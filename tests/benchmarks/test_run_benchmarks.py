@@ -74,7 +74,7 @@ def test_data_and_reward_benchmarks_run_and_baselines_write_the_same_rows(
     assert judge_growth == [300, 6000], judge["growth"]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=110)
 @pytest.mark.timeout(900)
 def test_ray_and_pipeline_benchmarks_run_and_leave_nothing_behind(tmp_path: Path) -> None:
     table, results = _run(tmp_path, "ray-startup", "cached-retrain", "demo-stages")

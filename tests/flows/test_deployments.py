@@ -20,7 +20,7 @@ import pytest
 from servers import free_port, wait_http
 from servers import stop as stop_group
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow(seconds=95), pytest.mark.timeout(600)]
 
 REPO = Path(__file__).resolve().parents[2]
 PREFECT = str(Path(sys.executable).parent / "prefect")

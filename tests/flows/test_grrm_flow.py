@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=110)
 
 
 def test_grrm_full_pipeline_sft_then_rlvr(

@@ -9,7 +9,7 @@ from mlflow.tracking import MlflowClient
 
 from judgeflow.console import plain_text, summary_tables
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=120)
 QUOTED = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "demo-pairwise.txt"
 STEPS = 60  # grpo-pairwise.yaml's tiny profile
 

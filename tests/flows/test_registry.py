@@ -45,6 +45,7 @@ def _judgeflow(*args: str, home: Path, tracking: str) -> subprocess.CompletedPro
     return proc
 
 
+@pytest.mark.slow(seconds=170)
 def test_two_runs_a_champion_a_challenger_and_evaluating_the_champion(
     prefect_server: str, own_mlflow_server: str, judgeflow_home: Path
 ) -> None:

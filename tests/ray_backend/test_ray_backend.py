@@ -293,6 +293,7 @@ def test_the_lora_benchmark_measures_the_setup_the_pipeline_test_runs() -> None:
     assert list(LORA_SETS) == LORA
 
 
+@pytest.mark.slow(seconds=220)
 def test_a_lora_judge_pipeline_runs_as_ray_jobs_learns_and_its_champion_judges_rows(
     ray_cluster: RayCluster,
     prefect_server: str,
