@@ -95,7 +95,14 @@ BAD = [
         "messages[0]",
         "non-empty user turn",
     ),
-    (_row(dataset="code"), "dataset", "no verifier 'code'"),
+    (_row(dataset="ifeval"), "dataset", "no verifier 'ifeval'"),
+    (_row(dataset="code", truth="[]"), "ground_truth", "code: expected a non-empty list of test"),
+    (_row(dataset="code", truth="not tests"), "ground_truth", "code: the tests are neither JSON"),
+    (
+        _row(dataset="code_stdio", truth=["assert f()"]),
+        "ground_truth",
+        'code_stdio: expected a non-empty list of objects {"input"',
+    ),
     (_row(dataset=["gsm8k", "math"], truth=["4"]), "ground_truth", "2 dataset(s) need as many"),
     (_row(dataset="math", truth=4), "ground_truth", "math: expected a non-empty string"),
     (_row(dataset="ifeval_old", truth='{"func_name": "nope"}'), "ground_truth", "ifeval_old"),
@@ -132,7 +139,7 @@ def test_every_invalid_row_is_named_with_its_field_and_reported_together(tmp_pat
 
 
 def test_skip_invalid_drops_and_lists_them(tmp_path: Path) -> None:
-    data = _write(tmp_path / "bad.jsonl", [_row(), _row("Q2"), _row(dataset="code")])
+    data = _write(tmp_path / "bad.jsonl", [_row(), _row("Q2"), _row(dataset="ifeval")])
     result = prepare_rlvr(data, tmp_path / "out.parquet", skip_invalid=True)
     assert result.report["counts"]["rows_read"] == 3
     assert result.report["counts"]["rows_dropped"] == {"invalid": 1, "prompt_too_long": 0}
@@ -160,6 +167,26 @@ def test_labels_are_stored_as_the_verifier_reads_them(tmp_path: Path) -> None:
     remapped = read_rlvr(_write(tmp_path / "r.jsonl", [_row(dataset="Numbers")]),
                          remap_verifier={"numbers": "gsm8k"})  # fmt: skip
     assert remapped.examples[0].verifiers == ("gsm8k",)
+
+
+def test_code_rows_keep_their_tests_as_json_in_open_instructs_three_forms(tmp_path: Path) -> None:
+    """open-instruct's code rows: one `dataset`, the ground truth the list of tests (a list,
+    its JSON, or the compressed form); a string dataset wraps the whole list, as there."""
+    import base64
+    import pickle
+    import zlib
+
+    tests = ["assert f(1) == 2", "assert f(0) == 1"]
+    stdio = [{"input": "1\n", "output": "2\n"}]
+    packed = base64.b64encode(zlib.compress(pickle.dumps(tests))).decode()
+    rows = [_row(dataset="code", truth=tests), _row("Q2", dataset="code", truth=json.dumps(tests)),
+            _row("Q3", dataset="code", truth=packed), _row("Q4", dataset="code_stdio", truth=stdio)]  # fmt: skip
+    read = read_rlvr(_write(tmp_path / "c.jsonl", rows))
+    assert [ex.verifiers for ex in read.examples] == [("code",)] * 3 + [("code_stdio",)]
+    assert [json.loads(ex.labels[0]) for ex in read.examples] == [tests] * 3 + [stdio]
+    from judgeflow.rewards.rlvr import verify
+
+    assert verify("code", "def f(x):\n    return x + 1", read.examples[2].labels[0]) == 1.0
 
 
 def test_verl_rlhf_dataset_loads_the_prepared_file(tmp_path: Path, tiny_tokenizer: Any) -> None:
@@ -212,20 +239,20 @@ def test_a_limit_that_leaves_nothing_says_so(tmp_path: Path, tiny_tokenizer: Any
 def test_a_mix_with_verifiers_judgeflow_lacks_names_each_and_skipping_counts_them(
     tmp_path: Path,
 ) -> None:
-    """An open-instruct mix (math, code, general-quality): preparation stops naming each
+    """An open-instruct mix (math, ifeval, general-quality): preparation stops naming each
     verifier judgeflow does not have, how many rows name it, and the ones it has; with
     skip_invalid the rows go, counted by verifier in the report."""
-    rows = [_row(), _row("Q1", dataset="code", truth="[]"), _row("Q2", dataset="general-quality"),
-            _row("Q3", dataset="CODE", truth="[]"), _row("Q4")]  # fmt: skip
+    rows = [_row(), _row("Q1", dataset="ifeval", truth="[]"), _row("Q2", dataset="general-quality"),
+            _row("Q3", dataset="IFEVAL", truth="[]"), _row("Q4")]  # fmt: skip
     data = _write(tmp_path / "mix.jsonl", rows)
     with pytest.raises(DataValidationError) as err:
         prepare_rlvr(data, tmp_path / "out.parquet")
     said = str(err.value)
     assert said.startswith(
-        f"2 verifier(s) judgeflow does not have: code: 2 row(s), first {data} row 1; "
-        f"general-quality: 1 row(s), first {data} row 2. It has: flan, gsm8k,"
+        f"2 verifier(s) judgeflow does not have: general-quality: 1 row(s), first {data} row 2; "
+        f"ifeval: 2 row(s), first {data} row 1. It has: code, code_stdio, flan, gsm8k,"
     ), said
     assert "3 invalid rows" in said and "skip_invalid" in said
     result = prepare_rlvr(data, tmp_path / "out.parquet", skip_invalid=True)
-    assert result.report["dropped"]["unknown_verifiers"] == {"code": 2, "general-quality": 1}
+    assert result.report["dropped"]["unknown_verifiers"] == {"ifeval": 2, "general-quality": 1}
     assert result.report["counts"]["rows_written"] == {"train": 2}

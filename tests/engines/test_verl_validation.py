@@ -460,6 +460,44 @@ def test_naive_manager_pays_the_length_verifiers_in_the_policys_tokens(
     assert_rewards_at_last_token(out, lengths, expected)
 
 
+@pytest.mark.usefixtures("fresh_reward_module")
+def test_naive_manager_runs_the_code_rows_tests_with_the_runs_code_settings(
+    tmp_path: Path, tokenizer: Any, tiny_model: Path
+) -> None:
+    """open-instruct's code rows (asserts; stdin/stdout cases), prepared, then paid by verl's own
+    naive reward manager: the pass rate, 0 under `rlvr.code_pass_rate_reward_threshold`."""
+    from judgeflow.data.rlvr import prepare_rlvr
+
+    asserts = ["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(0, 0) == 1"]
+    rows = [
+        {"messages": [{"role": "user", "content": "Write add(a, b)."}], "dataset": "code",
+         "ground_truth": asserts},
+        {"messages": [{"role": "user", "content": "Print n + 1."}], "dataset": "code_stdio",
+         "ground_truth": [{"input": "1\n", "output": "2\n"}, {"input": "5\n", "output": "7\n"}]},
+    ]  # fmt: skip
+    source = tmp_path / "code.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path = tmp_path / "code.parquet"
+    prepare_rlvr([str(source)], path)
+    responses = ["def add(a, b):\n    return a + b", "print(int(input()) + 1)"]
+    for threshold, expected in ((0.0, [2 / 3, 0.5]), (0.6, [2 / 3, 0.0])):
+        config = composed(
+            "rlvr",
+            overrides=[
+                f"model.path={tiny_model}", "data.max_prompt_length=256",
+                "rlvr.r1_style_format=off", "rlvr.verification_reward=1",
+                f"rlvr.code_pass_rate_reward_threshold={threshold}",
+            ],
+        )  # fmt: skip
+        assert config.custom_reward_function.reward_kwargs.code_max_execution_time == 1.0
+        dataset = rl_dataset([str(path)], config, tokenizer)
+        items = [dataset[i] for i in range(2)]
+        assert [item["data_source"] for item in items] == ["code", "code_stdio"]
+        data, lengths = batch_of(items, responses, tokenizer)
+        out = reward_manager(config, tokenizer)(data, return_dict=True)
+        assert_rewards_at_last_token(out, lengths, expected)
+
+
 # ---------------------------------------------------------------------------- a judge pays
 
 

@@ -51,6 +51,26 @@ class RlvrConfig(Section):
         "1 - |tokens - label| / this, `up_to_max_length` 1 up to the label, then "
         "1 - (tokens - label) / this; tokens in the policy's tokenizer",
     )
+    code_max_execution_time: float = Field(
+        1.0,
+        gt=0,
+        description="`code` / `code_stdio`: each test's time limit in seconds (open-instruct's; "
+        "`code_stdio`: its alarm is this rounded up)",
+    )
+    code_pass_rate_reward_threshold: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="`code` / `code_stdio` pay the share of tests passed, 0 below this share",
+    )
+    code_apply_perf_penalty: bool = Field(
+        False,
+        description="`code` / `code_stdio`: a passed test counts (T - runtime) / T, "
+        "T = code_max_execution_time",
+    )
+    code_memory_mb: int = Field(
+        2048, gt=0, description="`code` / `code_stdio`: the memory cap of the tests' process"
+    )
 
     @field_validator("r1_style_format", mode="before")
     @classmethod

@@ -7,7 +7,9 @@ turn, the reference answer of SFT-style data, is dropped as open-instruct drops 
 several verifiers for one row, paired with a list of ground truths of the same length. A label
 the verifier could never match is refused here rather than paid 0 for ever in training: a math
 or string label must be a string, a ``gsm8k`` label a string or a number, an ``ifeval_old``
-label a JSON object naming one of its checks.
+label a JSON object naming one of its checks, a ``code`` label a non-empty list of test statements
+and a ``code_stdio`` label a non-empty list of ``{"input", "output"}`` strings (either as a list,
+its JSON, or open-instruct's compressed form; kept as JSON).
 
 Invalid rows are collected across all inputs and raised together (file, row, field) unless
 ``skip_invalid``, in which case they are dropped and listed in the report. Rows are split into
@@ -39,8 +41,15 @@ from judgeflow.data.prepare import PrepareResult, output_paths
 from judgeflow.data.prompt_hashes import rlvr_prompt_hash
 from judgeflow.data.prompt_tokens import load_tokenizer, prompt_lengths
 from judgeflow.data.readers import DroppedRow, InputSummary, iter_records
+from judgeflow.rewards.rlvr.code_tests import decode_tests
 from judgeflow.rewards.rlvr.if_functions import IF_FUNCTIONS
-from judgeflow.rewards.rlvr.verifiers import LENGTH_VERIFIERS, VERIFIERS, UnknownVerifier, resolve
+from judgeflow.rewards.rlvr.verifiers import (
+    CODE_VERIFIERS,
+    LENGTH_VERIFIERS,
+    VERIFIERS,
+    UnknownVerifier,
+    resolve,
+)
 
 __all__ = ["RlvrExample", "RlvrRead", "prepare_rlvr", "read_rlvr", "rlvr_prompt_hash"]
 
@@ -128,7 +137,29 @@ def _length_label(verifier: str, value: Any, where: str) -> str:
     return str(value).strip()
 
 
+def _code_label(verifier: str, value: Any, where: str) -> str:
+    """A code verifier's tests, read as open-instruct reads them, kept as JSON text."""
+    try:
+        tests = decode_tests(value)
+    except ValueError as exc:
+        raise _Invalid(where, f"{verifier}: {exc}") from exc
+    if verifier == "code":
+        ok = all(isinstance(t, str) and t.strip() for t in tests)
+        kind = "test statements (strings, such as `assert f(1) == 2`)"
+    else:
+        ok = all(
+            isinstance(t, dict) and isinstance(t.get("input"), str | list)
+            and isinstance(t.get("output"), str) for t in tests
+        )  # fmt: skip
+        kind = 'objects {"input": …, "output": …} of strings'
+    if not tests or not ok:
+        raise _Invalid(where, f"{verifier}: expected a non-empty list of {kind}, got {_got(value)}")
+    return json.dumps(tests, ensure_ascii=False)
+
+
 def _label(verifier: str, value: Any, where: str) -> str:
+    if verifier in CODE_VERIFIERS:
+        return _code_label(verifier, value, where)
     if verifier == "ifeval_old":
         constraint = value
         if isinstance(value, str):
@@ -188,10 +219,8 @@ def _example(
         raise _Invalid(None, not_an_object(record))
     messages = with_system_prompt(_messages(record.get("messages")), system_prompt)
     datasets, truths = record.get("dataset"), record.get("ground_truth")
-    if isinstance(datasets, str):
-        datasets = [datasets]
-        if not isinstance(truths, list):
-            truths = [truths]
+    if isinstance(datasets, str):  # one verifier: its label is the whole ground truth, a list
+        datasets, truths = [datasets], [truths]  # of tests included (open-instruct wraps it so)
     if not isinstance(datasets, list) or not datasets:
         raise _Invalid(
             "dataset", f"expected a verifier name or a list of them, got {_got(datasets)}"
@@ -285,7 +314,8 @@ def _unknown(read: RlvrRead) -> str | None:
     )
     return (
         f"{len(read.unknown_verifiers)} verifier(s) judgeflow does not have: {named}. "
-        f"It has: {', '.join(sorted([*VERIFIERS, *LENGTH_VERIFIERS]))} (remap a dataset to one of them with "
+        f"It has: {', '.join(sorted([*VERIFIERS, *LENGTH_VERIFIERS, *CODE_VERIFIERS]))} "
+        "(remap a dataset to one of them with "
         "remap_verifier, or drop those rows with skip_invalid)"
     )
 

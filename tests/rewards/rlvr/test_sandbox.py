@@ -64,7 +64,7 @@ def test_a_check_that_raises_pays_zero_with_the_reason(sandbox: VerifierSandbox)
 
 def test_an_unknown_verifier_is_the_callers_error(sandbox: VerifierSandbox) -> None:
     with pytest.raises(UnknownVerifier):
-        sandbox.score("code", "x", "y")
+        sandbox.score("ifeval", "x", "y")
     assert not sandbox.counts
 
 

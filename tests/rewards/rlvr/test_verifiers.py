@@ -219,8 +219,10 @@ def test_routing_is_case_insensitive_and_remappable() -> None:
     assert resolve("GSM8K") == "gsm8k"
     assert verify("MATH", r"\boxed{2}", "2") == 1.0
     assert resolve("my_numbers", {"My_Numbers": "GSM8K"}) == "gsm8k"
-    with pytest.raises(UnknownVerifier, match=r"no verifier 'code'.*gsm8k.*max_length.*remap"):
-        resolve("code")
+    with pytest.raises(
+        UnknownVerifier, match=r"no verifier 'ifeval'.*code.*gsm8k.*max_length.*remap"
+    ):
+        resolve("ifeval")
     assert set(VERIFIERS) == {
         "gsm8k",
         "math",

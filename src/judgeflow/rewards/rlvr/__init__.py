@@ -3,6 +3,8 @@
 - :mod:`.verifiers`: ``verify(name, prediction, label)``, open-instruct's verifiers by name
   (the length verifiers also take ``tokens``, the response's length in the policy's tokens);
 - :mod:`.math_answers`: extracting and comparing math answers (``math``, ``strict_math``);
+- :mod:`.code_tests`: ``code`` and ``code_stdio``, the response's program run against the row's
+  tests in a confined child (:mod:`.code_runner`);
 - :mod:`.if_functions`: Tulu 3's instruction-following constraints (``ifeval_old``);
 - :mod:`.sandbox`: the same checks with bounded time, memory and input size;
 - :mod:`.compose`: a response's reward from its verifiers, the R1 format reward and the
@@ -10,6 +12,7 @@
 """
 
 from judgeflow.rewards.rlvr.verifiers import (
+    CODE_VERIFIERS,
     LENGTH_VERIFIERS,
     VERIFIERS,
     UnknownVerifier,
@@ -17,4 +20,11 @@ from judgeflow.rewards.rlvr.verifiers import (
     verify,
 )
 
-__all__ = ["LENGTH_VERIFIERS", "VERIFIERS", "UnknownVerifier", "resolve", "verify"]
+__all__ = [
+    "CODE_VERIFIERS",
+    "LENGTH_VERIFIERS",
+    "VERIFIERS",
+    "UnknownVerifier",
+    "resolve",
+    "verify",
+]

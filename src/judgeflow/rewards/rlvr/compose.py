@@ -17,6 +17,13 @@ tokenizer (``count_tokens``; verl's reward function and the evaluation, which se
 no end-of-sequence token there, so about one token fewer on a response that stopped: decoding
 and encoding again may also merge or split a token).
 
+The code verifiers (``code``, ``code_stdio``) run the response's program against the row's tests
+in a confined child of this process (:mod:`judgeflow.rewards.rlvr.code_tests`), with
+open-instruct's ``code_max_execution_time``, ``code_pass_rate_reward_threshold`` and
+``code_apply_perf_penalty``, and ``code_memory_mb``; a rollout with a test cut short (its time,
+memory or output) counts once under ``verifier_<timeout|memory|output>``, a label with no
+readable tests pays 0 and counts under ``verifier_error``.
+
 Then, with ``non_stop_penalty``, a truncated response (finish reason other than ``stop``) gets
 ``non_stop_penalty_value`` in place of whatever it earned.
 
@@ -33,8 +40,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from judgeflow.rewards.rlvr import code_tests
 from judgeflow.rewards.rlvr.sandbox import Outcome
 from judgeflow.rewards.rlvr.verifiers import (
+    CODE_VERIFIERS,
     LENGTH_VERIFIERS,
     MAX_LENGTH_VERIFIER_MAX_LENGTH,
     resolve,
@@ -82,6 +91,10 @@ class RewardRules:
     non_stop_penalty_value: float = -10.0
     remap_verifier: Mapping[str, str] = field(default_factory=dict)
     max_length_verifier_max_length: int = MAX_LENGTH_VERIFIER_MAX_LENGTH
+    code_max_execution_time: float = code_tests.MAX_EXECUTION_TIME
+    code_pass_rate_reward_threshold: float = code_tests.PASS_RATE_REWARD_THRESHOLD
+    code_apply_perf_penalty: bool = False
+    code_memory_mb: int = code_tests.CODE_MEMORY_MB
 
     def __post_init__(self) -> None:
         if self.r1_style_format not in FORMAT_MODES:
@@ -91,6 +104,8 @@ class RewardRules:
             )
         if self.max_length_verifier_max_length <= 0:
             raise ValueError("max_length_verifier_max_length must be positive")
+        if self.code_max_execution_time <= 0 or self.code_memory_mb <= 0:
+            raise ValueError("code_max_execution_time and code_memory_mb must be positive")
 
 
 @dataclass(frozen=True)
@@ -156,6 +171,23 @@ def _length(
     return Outcome(score, "ok")
 
 
+def _code(name: str, rollout: Rollout, label: Any, rules: RewardRules) -> Outcome:
+    """A code verifier's score, its program run in a confined child (no sandbox around it:
+    the child bounds each test); the first way a test was cut short is the status."""
+    try:
+        score, run = code_tests.code_score(
+            name, rollout.response, label, max_execution_time=rules.code_max_execution_time,
+            pass_rate_reward_threshold=rules.code_pass_rate_reward_threshold,
+            apply_perf_penalty=rules.code_apply_perf_penalty, memory_mb=rules.code_memory_mb,
+        )  # fmt: skip
+    except ValueError as exc:
+        return Outcome(0.0, "error", f"{name}: {exc}"[:300])
+    if run.cut_short:
+        status, count = run.cut_short.most_common(1)[0]
+        return Outcome(score, status, f"{name}: {count} test(s) past their {status} bound")  # type: ignore[arg-type]
+    return Outcome(score, "ok")
+
+
 def compose(
     rollouts: Sequence[Rollout],
     rules: RewardRules,
@@ -193,6 +225,8 @@ def compose(
                 name = resolve(dataset, rules.remap_verifier)
                 if name in LENGTH_VERIFIERS:
                     result = _length(name, rollout, label, rules, count_tokens, i)
+                elif name in CODE_VERIFIERS:
+                    result = _code(name, rollout, label, rules)
                 else:
                     result = check(name, rollout.response, label)
             if isinstance(result, Outcome):
@@ -226,7 +260,7 @@ def compose(
         metrics[f"{name}_correct_rate"] = sum(r > 0 for r in rewards) / len(rewards)
     if rules.r1_style_format != "off" and n:
         metrics["format_score"] = sum(format_scores) / n
-    for status in ("too_long", "timeout", "error"):
+    for status in ("too_long", "timeout", "error", "memory", "output"):
         if statuses[status]:
             metrics[f"verifier_{status}"] = float(statuses[status])
     return Rewards(scores, earned_all, metrics)

@@ -28,7 +28,7 @@ from typing import IO, Any, Literal
 from judgeflow.rewards.rlvr.math_answers import sympy_is_equiv
 from judgeflow.rewards.rlvr.verifiers import resolve, verify
 
-Status = Literal["ok", "too_long", "timeout", "error"]
+Status = Literal["ok", "too_long", "timeout", "error", "memory", "output"]
 READY = "ready"
 #: How long the child may take to start (imports, sympy's parser): not part of any check's time.
 STARTUP_S = 300.0

@@ -42,7 +42,8 @@ _SANDBOX_KEYS = {
     "verifier_max_chars": "max_chars",
     "verifier_memory_mb": "memory_mb",
 }
-_CUT_SHORT = ("too_long", "timeout", "error")  # a check the sandbox stopped: paid 0, counted
+#: How a check can be cut short (the sandbox's bounds, a code test's, a label no verifier reads).
+_CUT_SHORT = ("too_long", "timeout", "error", "memory", "output")
 _sandboxes: dict[tuple[float, int, int], VerifierSandbox] = {}  # one child per bounds, reused
 
 
@@ -129,12 +130,11 @@ def score_rollout(
     it when its dataset is one of `judge_datasets` (`compose`), paid as `judge_reward` and not
     counted in `verifiable_reward` (`judge_reward`: present when a judge may pay);
     `count_tokens` as `compose` takes it."""
-    cut_before = sum(box.counts[s] for s in _CUT_SHORT)
     rewards = compose(
         [rollout], rules, check=box.score, judged=[judged], judge_datasets=judge_datasets,
         count_tokens=count_tokens,
     )  # fmt: skip
-    cut = sum(box.counts[s] for s in _CUT_SHORT) - cut_before
+    cut = sum(rewards.metrics.get(f"verifier_{s}", 0.0) for s in _CUT_SHORT)
     holds = r1_format_holds(rollout.response) if rules.r1_style_format != "off" else True
     earned = rewards.earned[0]
     return {

@@ -17,10 +17,12 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from judgeflow.rewards.rlvr import code_tests
 from judgeflow.rewards.rlvr import math_answers as m
 from judgeflow.rewards.rlvr.if_functions import remove_thinking_section, verify_ifeval_old
 
 __all__ = [
+    "CODE_VERIFIERS",
     "LENGTH_VERIFIERS",
     "MAX_LENGTH_VERIFIER_MAX_LENGTH",
     "VERIFIERS",
@@ -244,14 +246,19 @@ LENGTH_VERIFIERS: dict[str, Callable[[int, Any, int], float]] = {
 }
 
 
+#: Verifiers that run the response's program against the row's tests
+#: (:mod:`judgeflow.rewards.rlvr.code_tests`).
+CODE_VERIFIERS = code_tests.CODE_VERIFIERS
+
+
 def resolve(dataset: str, remap: Mapping[str, str] | None = None) -> str:
     """The verifier a row's ``dataset`` names: lowercased, then remapped (``old → new``)."""
     name = dataset.lower()
     if remap:
         lowered = {old.lower(): new.lower() for old, new in remap.items()}
         name = lowered.get(name, name)
-    if name not in VERIFIERS and name not in LENGTH_VERIFIERS:
-        known = ", ".join(sorted([*VERIFIERS, *LENGTH_VERIFIERS]))
+    if name not in VERIFIERS and name not in LENGTH_VERIFIERS and name not in CODE_VERIFIERS:
+        known = ", ".join(sorted([*VERIFIERS, *LENGTH_VERIFIERS, *CODE_VERIFIERS]))
         raise UnknownVerifier(
             f"no verifier {dataset!r}; judgeflow has: {known} (a dataset of another name can be "
             "remapped to one of them, as open-instruct's --remap_verifier old=new)"
@@ -266,14 +273,27 @@ def verify(
     *,
     tokens: int | None = None,
     max_length_verifier_max_length: int = MAX_LENGTH_VERIFIER_MAX_LENGTH,
+    code_max_execution_time: float = code_tests.MAX_EXECUTION_TIME,
+    code_pass_rate_reward_threshold: float = code_tests.PASS_RATE_REWARD_THRESHOLD,
+    code_apply_perf_penalty: bool = False,
+    code_memory_mb: int = code_tests.CODE_MEMORY_MB,
 ) -> float:
     """Score ``prediction`` against ``label`` with the verifier ``name`` (any case), 0 to 1
     (the length verifiers: below 0 past their scale, as open-instruct's).
 
     The length verifiers (:data:`LENGTH_VERIFIERS`) score ``tokens``, the response's length in
     the policy's tokens, which their caller must give (open-instruct passes each verifier the
-    response's token ids; only these two read them)."""
+    response's token ids; only these two read them). The code verifiers
+    (:data:`CODE_VERIFIERS`) run the response's program against the label's tests in a confined
+    child process, with open-instruct's ``code_*`` settings."""
     resolved = resolve(name)
+    if resolved in CODE_VERIFIERS:
+        score, _ = code_tests.code_score(
+            resolved, prediction, label, max_execution_time=code_max_execution_time,
+            pass_rate_reward_threshold=code_pass_rate_reward_threshold,
+            apply_perf_penalty=code_apply_perf_penalty, memory_mb=code_memory_mb,
+        )  # fmt: skip
+        return score
     if resolved in LENGTH_VERIFIERS:
         if tokens is None:
             raise ValueError(
