@@ -58,3 +58,23 @@ def test_replies_hold_no_prompt_or_chat_markers(tiny_model: Path) -> None:
 def test_rejects_a_bad_batch_size(tiny_model: Path) -> None:
     with pytest.raises(ValueError, match="batch_size"):
         HFGenerator(tiny_model, batch_size=0).generate(PROMPTS, max_new_tokens=2)
+
+
+def test_a_reply_ends_where_a_stop_string_appears_the_string_kept(tiny_model: Path) -> None:
+    """`grpo.stop_strings` in the evaluation: each greedy reply is the unstopped reply up to
+    the token that completes the first stop string (transformers' stopping; open-instruct's
+    vLLM keeps the string too), and a reply without it is unchanged."""
+    full = HFGenerator(tiny_model, batch_size=2).generate(PROMPTS, max_new_tokens=24)
+    stop = next(c for c in full[0][2:] if c.isalpha())  # a letter the first reply holds
+    stopped = HFGenerator(tiny_model, batch_size=2, stop_strings=(stop,)).generate(
+        PROMPTS, max_new_tokens=24
+    )
+    assert stopped != full
+    longest_token = 16  # characters: the tiny tokenizer's pieces are shorter
+    for whole, short in zip(full, stopped, strict=True):
+        if stop not in whole:
+            assert short == whole
+            continue
+        first = whole.index(stop)
+        assert whole.startswith(short) and short.index(stop) == first, (whole, short)
+        assert len(short) < first + len(stop) + longest_token, (whole, short)

@@ -252,6 +252,56 @@ def test_rlvr_reward_adapter_pays_verifiers_and_penalises_truncation() -> None:
     assert logged == {"train/verifiable_correct_rate/gsm8k": 2 / 3}  # NaN: none of its rows
 
 
+def test_a_rollout_that_holds_a_stop_string_is_not_truncated() -> None:
+    """`grpo.stop_strings`: a completion that holds one stopped there (finish reason `stop`, no
+    non-stop penalty), though it ends in no end-of-sequence token."""
+    rules = {"r1_style_format": "off", "non_stop_penalty": True}
+    score, *_ = reward_functions("rlvr", rlvr_rules=rules, stop_token_ids={0},
+                                 stop_strings=["</answer>"])  # fmt: skip
+    completions = ["<answer>4</answer>", "<answer>4", "5</answer>"]
+    kwargs: dict[str, Any] = {
+        "reward_model": [{"ground_truth": ["4"]}] * 3, "data_source": ["gsm8k"] * 3,
+        "extra_info": [{"dataset": ["gsm8k"]}] * 3, "completion_ids": [[5, 6], [5, 6], [7, 8]],
+    }  # fmt: skip
+    assert score(completions, **kwargs) == [10.0, -10.0, 0.0]
+
+
+def test_trl_generation_stops_at_the_stop_strings_and_trains_on_no_padding(
+    tmp_path: Path, setup: tuple[Path, Path]
+) -> None:
+    """TRL's trainer as judgeflow builds it, with `grpo.stop_strings`: each rollout ends at the
+    token that completes a stop string (or at the length limit), and what generate padded after
+    a stopped rollout is not part of its completion."""
+    from judgeflow.engines.trl.mapping import grpo_config
+    from judgeflow.engines.trl.training import _tokenizer, load_rl_parquet
+    from judgeflow.engines.trl.update import resumable_trainer_class
+
+    model, train = setup
+    stops = ["e", "a", "o"]
+    params = _params(model, tmp_path / "run", max_steps=1)
+    params = GrpoParams(**{**params.__dict__, "stop_strings": tuple(stops)})
+    tokenizer = _tokenizer(str(model))
+    trainer = resumable_trainer_class()(
+        model=str(model), reward_funcs=reward_functions("pointwise"),
+        args=grpo_config(params, has_eval=False), train_dataset=load_rl_parquet(train),
+        processing_class=tokenizer,
+    )  # fmt: skip
+    assert trainer.generation_config.stop_strings == stops
+    prompts = [tokenizer.apply_chat_template([{"role": "user", "content": f"Say {i}."}],
+                                             add_generation_prompt=True, tokenize=False)
+               for i in range(8)]  # fmt: skip
+    _, completions, *_ = trainer._generate_single_turn(prompts, None)
+    stopped = 0
+    for ids in completions:
+        text = tokenizer.decode(ids, skip_special_tokens=True)
+        assert ids and ids[-1] != tokenizer.pad_token_id, ids  # no padding left on
+        if len(ids) < params.max_completion_length and ids[-1] != tokenizer.eos_token_id:
+            stopped += 1  # it stopped at a string: the last token completed the first one
+            assert any(s in text for s in stops), text
+            assert not any(s in tokenizer.decode(ids[:-1], skip_special_tokens=True) for s in stops)
+    assert stopped >= len(completions) // 2, completions  # the untrained model rarely ends itself
+
+
 def test_grpo_with_verifiable_rewards_on_rlvr_rows(tmp_path: Path, tiny_model: Path) -> None:
     """A policy trained on prepared RLVR rows (`judgeflow prepare rlvr`'s parquet) with the
     verifiers paying: the run completes and reports verifiable_correct_rate."""

@@ -498,6 +498,34 @@ def test_naive_manager_runs_the_code_rows_tests_with_the_runs_code_settings(
         assert_rewards_at_last_token(out, lengths, expected)
 
 
+def test_verls_rollout_config_refuses_stop_strings_so_judgeflow_says_so() -> None:
+    """Why `grpo.stop_strings` is TRL's only: verl 0.6.1's vLLM rollout would pass a `stop` key
+    of its rollout config to vLLM's SamplingParams, but its typed RolloutConfig refuses one; a
+    run on verl that sets it is told it is ignored. (If verl starts to accept it, this fails:
+    render it then.)"""
+    import warnings
+
+    from verl.utils.config import omega_conf_to_dataclass
+
+    from judgeflow.config import IgnoredKeyWarning, load_config
+
+    config = composed(
+        "rlvr",
+        overrides=[
+            "engine=verl",
+            "grpo.extra_overrides=['+actor_rollout_ref.rollout.stop=[\"</answer>\"]']",
+        ],
+    )
+    assert list(config.actor_rollout_ref.rollout.stop) == ["</answer>"]
+    with pytest.raises(Exception, match="unexpected keyword argument 'stop'"):
+        omega_conf_to_dataclass(config.actor_rollout_ref.rollout)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load_config("rlvr", overrides=["engine=verl", "grpo.stop_strings=['</answer>']"])
+    said = [str(w.message) for w in caught if issubclass(w.category, IgnoredKeyWarning)]
+    assert any("grpo.stop_strings is read only by the trl engine" in m for m in said), said
+
+
 # ---------------------------------------------------------------------------- a judge pays
 
 

@@ -70,6 +70,8 @@ ONLY_READ_BY: dict[str, tuple[str, ...]] = {
         "reward.judge_panel",
         # TRL's GRPOConfig fields judgeflow does not name (verl's: grpo.extra_overrides)
         "grpo.trl_extra",
+        # verl 0.6.1's RolloutConfig refuses a `stop` key: its vLLM rollout cannot be given one
+        "grpo.stop_strings",
     ),
     # the preparation of judge data (GRRM's data has its own train and test files; policy RLVR
     # rows have no judge format or labels, and split off validation as the judges do)

@@ -211,6 +211,13 @@ class GrpoConfig(Section):
     calculate_log_probs: bool = Field(False, description="rollout returns its own log-probs")
     top_p: float = Field(1.0, gt=0, le=1, description="rollout nucleus sampling share")
     top_k: int = Field(-1, description="-1: off")
+    stop_strings: list[str] = Field(
+        default_factory=list,
+        description="open-instruct's --stop_strings: a rollout (and the evaluation's reply) ends "
+        "where one of these appears, the string kept in the reply, with finish reason `stop`. "
+        "TRL only: verl 0.6.1's typed rollout config (RolloutConfig) refuses a `stop` key, so "
+        "its vLLM rollout cannot be given one",
+    )
     val_temperature: float = Field(0.0, ge=0, description="0 with val_do_sample=false: greedy")
     val_top_p: float = Field(1.0, gt=0, le=1, description="validation nucleus sampling share")
     val_top_k: int = Field(-1, description="validation top-k; -1: off")
@@ -252,3 +259,11 @@ class GrpoConfig(Section):
     @classmethod
     def _grpo_config_fields(cls, extra: dict[str, Any]) -> dict[str, Any]:
         return checked(extra, "trl")
+
+    @field_validator("stop_strings")
+    @classmethod
+    def _non_empty_stop_strings(cls, stops: list[str]) -> list[str]:
+        """An empty stop string would end every rollout before its first token."""
+        if any(not stop for stop in stops):
+            raise ValueError("a stop string must not be empty")
+        return stops

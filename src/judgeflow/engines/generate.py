@@ -52,6 +52,8 @@ class HFGenerator:
     model_dir: str | Path
     batch_size: int = 8
     device: str | None = None  # None: CUDA when available, else CPU
+    #: a reply ends where one of these appears, the string kept (open-instruct's --stop_strings)
+    stop_strings: tuple[str, ...] = ()
     _loaded: tuple[Any, Any] | None = field(default=None, init=False, repr=False)
 
     def generate(
@@ -72,6 +74,8 @@ class HFGenerator:
         # Longest first, so each batch holds similar lengths (less padding) and OOM shows early.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         config = self._generation_config(model, tokenizer, max_new_tokens, temperature, top_p)
+        if self.stop_strings:
+            config.stop_strings = list(self.stop_strings)
         replies: list[str] = [""] * len(texts)
         with torch.random.fork_rng(devices=[]), torch.inference_mode():  # leave global RNG alone
             torch.manual_seed(seed)
@@ -83,7 +87,7 @@ class HFGenerator:
                     padding=True,
                     add_special_tokens=False,  # the chat template already wrote every token
                 ).to(model.device)
-                out = model.generate(**enc, generation_config=config)
+                out = model.generate(**enc, generation_config=config, tokenizer=tokenizer)
                 new_tokens = out[:, enc["input_ids"].shape[1] :]
                 decoded = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
                 for i, text in zip(batch, decoded, strict=True):

@@ -67,8 +67,10 @@ def params_from(cfg: RunConfig) -> dict[str, Any]:
     """The run config as `evaluate_judge`'s keyword arguments (the HF generator's knobs)."""
     e = cfg.evaluation
     rules = {"reward_kwargs": cfg.policy_reward_kwargs()} if cfg.mode == "rlvr" else {}
+    stops = {"stop_strings": list(cfg.grpo.stop_strings)} if cfg.grpo.stop_strings else {}
     return {
         **rules,
+        **stops,
         "mode": cfg.mode,
         "max_new_tokens": e.max_new_tokens,
         "limit": e.limit,
@@ -92,12 +94,14 @@ def evaluate_judge(
     samples: int = 1,
     generator: Generator | None = None,
     reward_kwargs: Mapping[str, Any] | None = None,
+    stop_strings: Sequence[str] = (),
 ) -> JudgeEvaluation:
     """Verdicts of the model at `model_dir` on the first `limit` rows of `eval_file`.
 
     Pairwise: every pair is judged in both orders, the file's two rows or a row and the twin
     `evaluation_rows` builds for it (a row alone in its pair, or an older file). Greedy by default; with `samples` > 1 each row is judged that many times (seeds 0..n-1) and
     each metric is reported as the mean over samples with its spread (`summarise`).
+    `stop_strings` end a reply where one appears (`grpo.stop_strings`, as the policy trained).
     """
     if samples > 1 and temperature == 0:
         raise ValueError("samples > 1 needs temperature > 0: greedy decoding repeats itself")
@@ -107,7 +111,7 @@ def evaluate_judge(
     if generator is None:
         from judgeflow.engines.generate import HFGenerator
 
-        generator = HFGenerator(model_dir, batch_size=batch_size)
+        generator = HFGenerator(model_dir, batch_size=batch_size, stop_strings=tuple(stop_strings))
     judged: list[dict[str, Any]] = []
     for sample in range(samples):
         completions = generator.generate(

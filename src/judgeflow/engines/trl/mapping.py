@@ -7,7 +7,7 @@ place TRL's own argument names appear.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -82,6 +82,8 @@ class GrpoParams:
     lora: Mapping[str, Any] = field(default_factory=dict)
     #: "wandb": TRL reports to W&B too (tracking.wandb; the job's WANDB_* variables say where)
     report_to: Literal["none", "wandb"] = "none"
+    #: open-instruct's --stop_strings (`grpo.stop_strings`): generation ends where one appears
+    stop_strings: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         completions = self.prompts_per_step * self.num_generations
@@ -187,6 +189,7 @@ def params_from(
             else {}
         ),
         report_to="wandb" if cfg.tracking.wandb.project else "none",
+        stop_strings=tuple(g.stop_strings),
     )
 
 
@@ -254,4 +257,10 @@ def _config_arguments(
         dataloader_num_workers=0,
         report_to=params.report_to,  # metrics reach MLflow through the sink only
         log_completions=False,
+        # transformers' generate stops at these (the trainer hands it the tokenizer it needs)
+        **(
+            {"generation_kwargs": {"stop_strings": list(params.stop_strings)}}
+            if params.stop_strings
+            else {}
+        ),
     )

@@ -34,6 +34,7 @@ def reward_functions(
     observe: Callable[[Mapping[str, Any]], None] | None = None,
     rlvr_rules: Mapping[str, Any] | None = None,
     stop_token_ids: Collection[int] = (),
+    stop_strings: Sequence[str] = (),
     verifiers: Sequence[str] = (),
 ) -> list[Callable[..., Sequence[float | None]]]:
     """TRL reward functions over `judgeflow.rewards.<reward>.compute_score`.
@@ -42,7 +43,8 @@ def reward_functions(
     0, so TRL logs the format-failure rate (`rewards/format_failure/mean`) without paying it.
     `reward="rlvr"` adds a third, also unpaid: the share of completions with a verifiable
     reward (`verifiable_correct_rate`); its settings are `rlvr_rules`, and a completion that does
-    not end in one of `stop_token_ids` (TRL's own test for truncation) has finish reason
+    not end in one of `stop_token_ids` (TRL's own test for truncation), nor hold one of
+    `stop_strings` (generation ends at the first, the string kept), has finish reason
     `length`, for the non-stop penalty. Then one unpaid probe per name in `verifiers`: whether
     a completion of a row checked by that verifier alone was paid, None for other rows (TRL
     averages without them: `verifiable_correct_rate/<verifier>`). `observe` sees the reward
@@ -69,9 +71,11 @@ def reward_functions(
         sources = kwargs.get("data_source") or [""] * n
         extras = kwargs.get("extra_info") or [None] * n
         ids = kwargs.get("completion_ids") or [None] * n
+        texts = [_completion_text(c) for c in completions]
         finishes = []
-        for token_ids in ids:
+        for token_ids, text in zip(ids, texts, strict=True):
             stopped = not stops or (bool(token_ids) and token_ids[-1] in stops)
+            stopped = stopped or any(stop in text for stop in stop_strings)
             finishes.append("stop" if stopped else "length")
         if reward == "rlvr":  # the length verifiers' count: the tokens TRL generated
             extras = [
@@ -79,7 +83,6 @@ def reward_functions(
                 for e, t in zip(extras, ids, strict=True)
             ]
         truths = [(rm or {}).get("ground_truth") for rm in kwargs["reward_model"]]
-        texts = [_completion_text(c) for c in completions]
         scored: list[Mapping[str, Any]]
         if judge_paid:  # the whole step's rollouts to the judge at once
             from judgeflow.inference.judge_reward import compute_score as judged_score

@@ -72,6 +72,7 @@ def train_grpo(
             observe=data_order.observe,
             rlvr_rules=params.rlvr_rules,
             stop_token_ids={tokenizer.eos_token_id, tokenizer.pad_token_id} - {None},
+            stop_strings=params.stop_strings,
             verifiers=rlvr_verifiers(train_file) if params.reward == "rlvr" else (),
         )
     ]

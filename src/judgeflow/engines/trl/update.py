@@ -1,8 +1,10 @@
-"""The GRPO update: TRL's `GRPOTrainer` with a resumable training order and zero-variance filtering.
+"""The GRPO update: TRL's `GRPOTrainer` with a resumable training order, zero-variance filtering
+and stop strings.
 
-Two changes to TRL 0.24's trainer, each where TRL leaves a hook: the sampler reseeds every epoch
-(a resume replays the order), and the micro-batches come from `engines.zero_variance` (groups
-without reward variance can be skipped, open-instruct's --filter_zero_std_samples).
+Three changes to TRL 0.24's trainer, each where TRL leaves a hook: the sampler reseeds every epoch
+(a resume replays the order), the micro-batches come from `engines.zero_variance` (groups
+without reward variance can be skipped, open-instruct's --filter_zero_std_samples), and
+generation can stop at strings (open-instruct's --stop_strings).
 """
 
 from __future__ import annotations
@@ -81,6 +83,27 @@ def resumable_trainer_class() -> type[Any]:
             self._step += 1
             return inputs
 
+        def _generate_single_turn(self: Any, prompts: Any, images: Any) -> Any:
+            """TRL's own, but with `generation_kwargs.stop_strings` it works: transformers'
+            `generate` needs the tokenizer to find them, which TRL does not pass; and the
+            padding generate writes after a stopped rollout is taken off its completion (TRL
+            only cuts after an end-of-sequence token), so it is neither trained on nor counted."""
+            stops = getattr(self.generation_config, "stop_strings", None)
+            if not stops:
+                return super()._generate_single_turn(prompts, images)
+            model = self.accelerator.unwrap_model(self.model_wrapped)
+            model.generate = functools.partial(type(model).generate, model,
+                                               tokenizer=self.processing_class)  # fmt: skip
+            try:
+                prompt_ids, completion_ids, *rest = super()._generate_single_turn(prompts, images)
+            finally:
+                del model.generate
+            if self.pad_token_id != self.eos_token_id:
+                completion_ids = [
+                    _without_trailing(ids, self.pad_token_id) for ids in completion_ids
+                ]
+            return (prompt_ids, completion_ids, *rest)
+
         def compute_loss(self: Any, model: Any, inputs: Any, *args: Any, **kwargs: Any) -> Any:
             if inputs["advantages"].shape[0] == 0:  # all it had was filtered out: no forward
                 import torch
@@ -90,6 +113,13 @@ def resumable_trainer_class() -> type[Any]:
             return super().compute_loss(model, inputs, *args, **kwargs)
 
     return ResumableGRPOTrainer
+
+
+def _without_trailing(ids: list[int], pad: int) -> list[int]:
+    end = len(ids)
+    while end > 0 and ids[end - 1] == pad:
+        end -= 1
+    return ids[:end]
 
 
 def _epoch_seed(seed: int, epoch: int) -> int:
