@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from judgeflow.cli import dev, judging, models, prepare, recipes
+from judgeflow.cli import dev, imports, judging, models, prepare, recipes
 from judgeflow.log_setup import level_for, show_logs
 
 app = typer.Typer(no_args_is_help=True, help="Train generative judge and reward models.")
@@ -31,6 +31,7 @@ def _show_logs(
 
 app.add_typer(prepare.prepare_app, name="prepare")
 app.add_typer(dev.dev_app, name="dev")
+app.add_typer(imports.import_app, name="import")
 
 app.command("render")(recipes.render_cmd)
 app.command("recipes")(recipes.recipes_cmd)

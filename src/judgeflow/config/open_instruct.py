@@ -1,0 +1,450 @@
+"""open-instruct launch scripts as judgeflow recipes (`judgeflow import open-instruct`).
+
+A ``grpo_fast.py`` script, as open-instruct's users write them: shell line continuations,
+comments, ``export`` lines, and usually Beaker's ``mason.py`` wrapper (its flags, then ``--``,
+then ``python open_instruct/grpo_fast.py`` and its flags). Every flag is either mapped onto
+judgeflow keys (over a preset, ``rlvr`` by default) or listed with why it has none: nothing is
+dropped silently. How each maps follows ``docs/design/presets.md``, where the Tulu 3.1 8B script
+was mapped by hand (open-instruct e6c3044; flags the script leaves unset keep the preset's
+values, which are grpo_fast's defaults).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Flag", "Imported", "import_script", "parse_script", "recipe_yaml"]
+
+_GRPO = re.compile(r"(^|/)grpo_fast\.py$|^open_instruct\.grpo_fast$")
+#: What starts Python: not a command of the script's own.
+_LAUNCHERS = {"python", "python3", "uv", "run", "-m", "accelerate", "launch", "&&"}
+#: The name under which what runs before grpo_fast.py (`source …` and such) is listed.
+BEFORE = "(run before grpo_fast.py)"
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One flag of the script as written: its name (no dashes), its values, where it came from."""
+
+    name: str
+    values: tuple[str, ...]
+    wrapper: bool = False  # mason.py's, not grpo_fast's
+
+    @property
+    def shown(self) -> str:
+        return " ".join([self.name if self.name == BEFORE else f"--{self.name}", *self.values])
+
+
+@dataclass
+class Imported:
+    """What the script becomes: the keys set (dotted), and per flag how it mapped."""
+
+    keys: dict[str, Any] = field(default_factory=dict)
+    #: (flag, the keys it set, a note) for each flag that maps
+    mapped: list[tuple[Flag, dict[str, Any], str]] = field(default_factory=list)
+    #: (flag, why it has no counterpart) for each that does not
+    unmapped: list[tuple[Flag, str]] = field(default_factory=list)
+    #: (flag, how the run differs) for each that maps, but not to the same behaviour
+    differences: list[tuple[Flag, str]] = field(default_factory=list)
+    environment: dict[str, str] = field(default_factory=dict)  # `export` lines of the script
+
+
+def parse_script(text: str) -> tuple[list[Flag], dict[str, str]]:
+    """The mason.py and grpo_fast.py flags of a launch script, in order, and its exports."""
+    joined = re.sub(r"\\\r?\n", " ", text)
+    flags: list[Flag] = []
+    exports: dict[str, str] = {}
+    for line in joined.splitlines():
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError as exc:
+            raise ValueError(f"cannot read this line of the script ({exc}): {line[:120]}") from exc
+        if words[:1] == ["export"]:
+            for word in words[1:]:
+                name, _, value = word.partition("=")
+                exports[name] = value
+            continue
+        start = next((i for i, w in enumerate(words) if _GRPO.search(w)), None)
+        if start is None:
+            continue
+        mason = next((i for i, w in enumerate(words[:start]) if w.endswith("mason.py")), None)
+        before = words[:start]
+        if mason is not None:
+            end = words.index("--", mason) if "--" in words[mason:start] else start
+            flags += _flags(words[mason + 1 : end], wrapper=True)
+            before = words[end + 1 : start]
+        if commands := [w for w in before if w not in _LAUNCHERS]:
+            flags.append(Flag(BEFORE, tuple(commands), wrapper=True))
+        flags += _flags(words[start + 1 :], wrapper=False)
+    if not flags:
+        raise ValueError("no `grpo_fast.py` command in the script (judgeflow imports those)")
+    return flags, exports
+
+
+def _flags(words: list[str], *, wrapper: bool) -> list[Flag]:
+    out: list[Flag] = []
+    for word in words:
+        if word.startswith("--"):
+            name, eq, value = word[2:].partition("=")
+            out.append(Flag(name.replace("-", "_"), (value,) if eq else (), wrapper))
+        elif out:
+            last = out[-1]
+            out[-1] = Flag(last.name, (*last.values, word), wrapper)
+        # words before the first flag (the interpreter, `uv run`) are not flags
+    return out
+
+
+def _true(values: tuple[str, ...]) -> bool:
+    if not values:
+        return True
+    word = values[0].lower()
+    if word not in ("true", "false", "1", "0", "yes", "no"):
+        raise ValueError(f"expected true or false, got {values[0]!r}")
+    return word in ("true", "1", "yes")
+
+
+def _one(values: tuple[str, ...]) -> str:
+    if len(values) != 1:
+        raise ValueError(f"expected one value, got {len(values)}")
+    return values[0]
+
+
+def _number(values: tuple[str, ...]) -> int | float:
+    word = _one(values)
+    number = float(word)
+    return int(number) if number.is_integer() and "." not in word and "e" not in word else number
+
+
+def _source(name: str) -> str:
+    """A dataset as `data.source` names it: a local file as it is, else a Hub dataset."""
+    if name.startswith(("/", "./", "../", "s3://", "hf://", "http://", "https://")):
+        return name
+    if Path(name).suffix in (".jsonl", ".json", ".parquet"):
+        return name
+    return f"hf://datasets/{name}"
+
+
+#: A mapper's note that starts so says how the run differs from open-instruct's.
+DIFFERS = "differs: "
+
+#: Flags with no judgeflow counterpart, and why.
+NO_COUNTERPART: dict[str, str] = {
+    BEFORE: "the node's set-up before training (Ray, an environment); judgeflow starts Ray "
+    "itself, and cluster.setup runs a node's own set-up lines",
+    # mason.py (Beaker)
+    "cluster": "Beaker cluster; judgeflow: cluster.backend and cluster.partition",
+    "workspace": "Beaker workspace; no counterpart",
+    "priority": "Beaker priority; closest: cluster.qos",
+    "image": "Beaker image; judgeflow: cluster.python (an Apptainer image, say) and cluster.setup",
+    "pure_docker_mode": "Beaker's docker mode; no counterpart",
+    "preemptible": "judgeflow resubmits a stage killed from outside (cluster.retries) and "
+    "resumes from its newest checkpoint",
+    "budget": "Beaker budget; closest: cluster.account",
+    "secret": "Beaker secrets; judgeflow: cluster.secrets",
+    "env": "Beaker environment; judgeflow: cluster.env",
+    "description": "Beaker experiment description; no counterpart",
+    "max_retries": "Beaker retries; judgeflow: cluster.retries",
+    # grpo_fast.py
+    "try_launch_beaker_eval_jobs_on_weka": "oe-eval jobs on Beaker; judgeflow evaluates the "
+    "policy itself before and after training (evaluation.*)",
+    "oe_eval_tasks": "oe-eval tasks on Beaker; judgeflow's evaluation is its held-out rows",
+    "oe_eval_max_length": "oe-eval on Beaker; judgeflow's evaluation: evaluation.max_new_tokens",
+    "deepspeed_stage": "verl shards with FSDP (grpo.strategy), TRL trains on one device",
+    "num_learners_per_node": "grpo_fast trains and generates on separate GPUs; verl colocates "
+    "them on every GPU",
+    "vllm_num_engines": "verl runs GPUs ÷ tensor parallel vLLM engines, colocated with training",
+    "vllm_sync_backend": "how grpo_fast syncs weights to vLLM; verl's hybrid engine reshards in "
+    "place",
+    "vllm_enforce_eager": "no key; verl's rollout settings: grpo.extra_overrides",
+    "gather_whole_model": "how grpo_fast broadcasts DeepSpeed weights to vLLM; no counterpart",
+    "single_gpu_mode": "grpo_fast shares one GPU between learner and vLLM; verl always colocates",
+    "with_tracking": "always on: every run is tracked in MLflow (tracking.*; W&B beside it with "
+    "tracking.wandb.project)",
+    "push_to_hub": "judgeflow registers models in MLflow's registry, not the Hub",
+    "save_traces": "grpo_fast's rollout traces; judgeflow logs evaluation predictions to MLflow",
+    "exp_name": "judgeflow names a run after its recipe; the MLflow experiment is "
+    "tracking.experiment",
+    "async_steps": "verl 0.6.1's main_ppo is synchronous (on-policy)",
+    "inflight_updates": "verl 0.6.1's main_ppo is synchronous",
+    "code_api_url": "judgeflow runs a code row's tests itself, confined (rlvr.code_*)",
+    "chat_template_name": "no key yet (data.chat_template is not built): each engine renders with "
+    "the model tokenizer's own chat template",
+    "llm_judge_model": "the LLM-judge verifiers are not built; a judge judgeflow trained pays "
+    "through reward.judge / reward.judge_url (rlvr-judged)",
+    "llm_judge_timeout": "the LLM-judge verifiers are not built (see llm_judge_model)",
+    "llm_judge_max_tokens": "the LLM-judge verifiers are not built (see llm_judge_model)",
+    "llm_judge_max_context_length": "the LLM-judge verifiers are not built (see llm_judge_model)",
+}
+
+Mapper = Callable[[Flag, dict[str, Any]], tuple[dict[str, Any], str]]
+
+
+def _set(*keys: str, note: str = "", convert: Callable[[tuple[str, ...]], Any] = _number) -> Mapper:
+    def mapper(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        value = convert(flag.values)
+        return {key: value for key in keys}, note
+
+    return mapper
+
+
+def _beta(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    beta = float(_one(flag.values))
+    note = "KL to the reference in the per-token loss, as grpo_fast adds it"
+    return {"grpo.use_kl_loss": beta > 0, "grpo.kl_loss_coef": beta}, note
+
+
+_KL = {"0": "kl", "kl1": "kl", "1": "mse", "kl2": "mse", "2": "low_var_kl", "kl3": "low_var_kl"}
+
+
+def _kl(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    word = _one(flag.values).lower()
+    if word not in _KL:
+        raise ValueError(f"no verl KL estimator for kl_estimator {word!r} (known: 0-2, kl1-kl3)")
+    return {"grpo.kl_loss_type": _KL[word]}, "verl's name for the same estimator"
+
+
+def _mixer(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    pairs = list(zip(flag.values[::2], flag.values[1::2], strict=False))
+    if not pairs or len(flag.values) % 2:
+        raise ValueError("expected dataset and amount pairs")
+    name, amount = pairs[0]
+    seen["train_dataset"] = name
+    notes = []
+    if float(amount) != 1.0:
+        notes.append(f"open-instruct takes {amount} of it; judgeflow trains on every row (no "
+                     "data.mixer yet)")  # fmt: skip
+    if len(pairs) > 1:
+        rest = ", ".join(n for n, _ in pairs[1:])
+        notes.append(f"several datasets need data.mixer (not built): only the first is used, "
+                     f"left out: {rest}")  # fmt: skip
+    return {"data.source": _source(name)}, (DIFFERS + "; ".join(notes)) if notes else ""
+
+
+def _eval_mixer(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    name = flag.values[0] if flag.values else ""
+    if name and name != seen.get("train_dataset"):
+        return {"data.val_source": _source(name)}, "its rows are the validation rows"
+    return {}, (
+        DIFFERS + "open-instruct evaluates on the first rows of the training data, which it also "
+        "trains on; judgeflow holds validation out by prompt instead (data.val_fraction of the "
+        "preset)"
+    )
+
+
+def _splits(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    if any(split != "train" for split in flag.values):
+        raise ValueError("judgeflow reads a Hub dataset's train split; name a file for another")
+    return {}, "the train split, as judgeflow reads a Hub dataset"
+
+
+def _format(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    seen["r1_format"] = _true(flag.values)
+    return {}, "rlvr.r1_style_format (with additive_format_reward)"
+
+
+def _additive(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    seen["additive"] = _true(flag.values)
+    return {}, "rlvr.r1_style_format (with apply_r1_style_format_reward)"
+
+
+def _verifiable(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    if not _true(flag.values):
+        raise ValueError("judgeflow's rlvr always pays the verifiers")
+    return {}, "always on in mode rlvr"
+
+
+def _remap(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    pairs = dict(v.split("=", 1) for v in flag.values if "=" in v)
+    if len(pairs) != len(flag.values):
+        raise ValueError("expected old=new pairs")
+    return {"rlvr.remap_verifier": pairs}, ""
+
+
+def _mini_batches(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    seen["num_mini_batches"] = int(_one(flag.values))
+    return {}, "grpo.ppo_mini_batch_size: prompts per step ÷ this"
+
+
+def _episodes(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    seen["total_episodes"] = int(float(_one(flag.values)))
+    return {}, "grpo.max_steps: episodes ÷ (prompts × samples per prompt)"
+
+
+def _scheduler(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    name = _one(flag.values)
+    if name not in ("constant", "cosine"):
+        raise ValueError(f"judgeflow's GRPO schedules are constant and cosine, not {name!r}")
+    return {"grpo.lr_scheduler_type": name}, ""
+
+
+def _ground_truths_key(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    if _one(flag.values) != "ground_truth":
+        raise ValueError("judgeflow reads a row's labels from its ground_truth column")
+    return {}, "judgeflow reads ground_truth"
+
+
+def _system_prompt_file(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    path = Path(_one(flag.values))
+    where = [path, seen["script_dir"] / path] if not path.is_absolute() else [path]
+    found = next((p for p in where if p.is_file()), None)
+    if found is None:
+        raise ValueError(f"{path} not found next to the script: copy its text into "
+                         "data.system_prompt")  # fmt: skip
+    return {"data.system_prompt": found.read_text(encoding="utf-8").strip()}, f"the text of {path}"
+
+
+def _epochs(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    if _one(flag.values) != "1":
+        raise ValueError("no judgeflow key: verl's actor.ppo_epochs, through grpo.extra_overrides")
+    return {}, "one pass over each batch: verl's actor.ppo_epochs default"
+
+
+def _cluster_gpus(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    return {"cluster.gpus_per_node": int(_one(flag.values))}, ""
+
+
+def _strings(values: tuple[str, ...]) -> list[str]:
+    return list(values)
+
+
+MAPPERS: dict[str, Mapper] = {
+    "beta": _beta,
+    "num_unique_prompts_rollout": _set("grpo.train_batch_size"),
+    "num_samples_per_prompt_rollout": _set("grpo.rollout_n"),
+    "kl_estimator": _kl,
+    "learning_rate": _set("grpo.learning_rate", convert=lambda v: float(_one(v))),
+    "dataset_mixer_list": _mixer,
+    "dataset_mixer_list_splits": _splits,
+    "dataset_mixer_eval_list": _eval_mixer,
+    "dataset_mixer_eval_list_splits": _splits,
+    "max_token_length": _set(
+        "data.filter_overlong_prompts",
+        convert=lambda v: True,
+        note="rows hold only the prompt: longer prompts are dropped, as rlvr_filter_v1 does",
+    ),
+    "max_prompt_token_length": _set("data.max_prompt_length"),
+    "response_length": _set(
+        "data.max_response_length",
+        "evaluation.max_new_tokens",
+        note="also the length of the evaluation's replies",
+    ),
+    "pack_length": _set(
+        "grpo.ppo_max_token_len_per_gpu",
+        note="verl packs micro-batches up to this many tokens (grpo.use_dynamic_bsz)",
+    ),
+    "model_name_or_path": _set("model.path", convert=_one),
+    "apply_verifiable_reward": _verifiable,
+    "non_stop_penalty": _set("rlvr.non_stop_penalty", convert=_true),
+    "non_stop_penalty_value": _set("rlvr.non_stop_penalty_value", convert=lambda v: float(_one(v))),
+    "temperature": _set("grpo.temperature", convert=lambda v: float(_one(v))),
+    "vllm_top_p": _set("grpo.top_p", convert=lambda v: float(_one(v))),
+    "total_episodes": _episodes,
+    "per_device_train_batch_size": _set("grpo.ppo_micro_batch_size_per_gpu"),
+    "num_mini_batches": _mini_batches,
+    "num_epochs": _epochs,
+    "vllm_tensor_parallel_size": _set("grpo.rollout_tensor_model_parallel_size"),
+    "vllm_gpu_memory_utilization": _set(
+        "grpo.gpu_memory_utilization", convert=lambda v: float(_one(v))
+    ),
+    "lr_scheduler_type": _scheduler,
+    "warmup_ratio": _set("grpo.lr_warmup_steps_ratio", convert=lambda v: float(_one(v))),
+    "seed": _set("data.seed", note="seeds the validation split, data order and the trainers"),
+    "local_eval_every": _set("grpo.test_freq"),
+    "save_freq": _set("grpo.save_freq"),
+    "gradient_checkpointing": _set("grpo.gradient_checkpointing", convert=_true),
+    "stop_strings": _set("grpo.stop_strings", convert=_strings, note="TRL only (verl cannot)"),
+    "apply_r1_style_format_reward": _format,
+    "additive_format_reward": _additive,
+    "r1_style_format_reward": _set("rlvr.r1_style_format_reward", convert=lambda v: float(_one(v))),
+    "verification_reward": _set("rlvr.verification_reward", convert=lambda v: float(_one(v))),
+    "remap_verifier": _remap,
+    "max_length_verifier_max_length": _set("rlvr.max_length_verifier_max_length"),
+    "code_max_execution_time": _set(
+        "rlvr.code_max_execution_time", convert=lambda v: float(_one(v))
+    ),
+    "code_pass_rate_reward_threshold": _set(
+        "rlvr.code_pass_rate_reward_threshold", convert=lambda v: float(_one(v))
+    ),
+    "code_apply_perf_penalty": _set("rlvr.code_apply_perf_penalty", convert=_true),
+    "filter_zero_std_samples": _set("grpo.filter_zero_std_samples", convert=_true),
+    "clip_lower": _set("grpo.clip_ratio_low", convert=lambda v: float(_one(v))),
+    "clip_higher": _set("grpo.clip_ratio_high", convert=lambda v: float(_one(v))),
+    "ground_truths_key": _ground_truths_key,
+    "system_prompt_override_file": _system_prompt_file,
+    # mason.py
+    "num_nodes": _set("cluster.nodes"),
+    "gpus": _cluster_gpus,
+}
+
+
+def import_script(text: str, *, script_dir: Path = Path(".")) -> Imported:
+    """Map a launch script's flags onto judgeflow keys (see the module)."""
+    flags, exports = parse_script(text)
+    out = Imported(environment=exports)
+    seen: dict[str, Any] = {"script_dir": script_dir}
+    for flag in flags:
+        mapper = MAPPERS.get(flag.name)
+        if mapper is None:
+            why = NO_COUNTERPART.get(flag.name) or (
+                "not a flag judgeflow's importer knows"
+                + (" (mason.py's)" if flag.wrapper else " (grpo_fast.py's)")
+                + ": not mapped"
+            )
+            out.unmapped.append((flag, why))
+            continue
+        try:
+            keys, note = mapper(flag, seen)
+        except ValueError as exc:
+            out.unmapped.append((flag, str(exc)))
+            continue
+        if flag.name == "pack_length":
+            keys["grpo.use_dynamic_bsz"] = True
+        out.keys.update(keys)
+        out.mapped.append((flag, keys, note))
+        if note.startswith(DIFFERS):
+            out.differences.append((flag, note.removeprefix(DIFFERS)))
+    _derived(out, seen)
+    return out
+
+
+def _derived(out: Imported, seen: dict[str, Any]) -> None:
+    """Keys that need several flags: the format switch, mini-batches, steps."""
+    if "r1_format" in seen or "additive" in seen:
+        on, additive = seen.get("r1_format", False), seen.get("additive", False)
+        out.keys["rlvr.r1_style_format"] = ("additive" if additive else "gated") if on else "off"
+    prompts = out.keys.get("grpo.train_batch_size")
+    if "num_mini_batches" in seen and prompts:
+        out.keys["grpo.ppo_mini_batch_size"] = max(1, prompts // seen["num_mini_batches"])
+    samples = out.keys.get("grpo.rollout_n")
+    if "total_episodes" in seen and prompts and samples:
+        out.keys["grpo.max_steps"] = max(1, seen["total_episodes"] // (prompts * samples))
+
+
+def recipe_yaml(imported: Imported, *, base: str, source: str) -> str:
+    """The recipe: `base:` the preset, then every key the script set, nested."""
+    import yaml
+
+    nested: dict[str, Any] = {}
+    for dotted, value in sorted(imported.keys.items()):
+        *parents, leaf = dotted.split(".")
+        node = nested
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    header = [
+        f"# Imported from {source} by `judgeflow import open-instruct`, over the {base} preset.",
+        "# Flags with no counterpart, and why:",
+        *(f"#   {flag.shown[:100]}: {why}" for flag, why in imported.unmapped),
+    ]
+    if imported.differences:
+        header.append("# Mapped, but the run differs:")
+        header += [f"#   {flag.shown[:100]}: {how}" for flag, how in imported.differences]
+    if imported.environment:
+        header.append(f"# The script's exports (not imported): {', '.join(imported.environment)}")
+    body = yaml.safe_dump({"base": base, **nested}, sort_keys=False, allow_unicode=True)
+    return "\n".join(header) + "\n" + body
