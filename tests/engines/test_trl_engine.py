@@ -266,6 +266,21 @@ def test_a_rollout_that_holds_a_stop_string_is_not_truncated() -> None:
     assert score(completions, **kwargs) == [10.0, -10.0, 0.0]
 
 
+def test_a_stopped_rollout_ends_with_the_token_that_completed_the_string() -> None:
+    """Whatever followed it (padding: the pad token, or the end-of-sequence token where the two
+    are one) is taken off; a rollout without the string is kept whole."""
+    from judgeflow.engines.trl.update import _through_first_stop
+
+    pieces = {1: "The", 2: " answer", 3: "</ans", 4: "wer>", 9: ""}  # 9: pad = eos
+
+    def decode(ids: list[int]) -> str:
+        return "".join(pieces[i] for i in ids)
+
+    assert _through_first_stop([1, 2, 3, 4, 9, 9], ["</answer>"], decode) == [1, 2, 3, 4]
+    assert _through_first_stop([1, 2, 9], ["</answer>"], decode) == [1, 2, 9]
+    assert _through_first_stop([1, 2, 3, 4, 1], ["x", "answer"], decode) == [1, 2]
+
+
 def test_trl_generation_stops_at_the_stop_strings_and_trains_on_no_padding(
     tmp_path: Path, setup: tuple[Path, Path]
 ) -> None:

@@ -67,7 +67,8 @@ def params_from(cfg: RunConfig) -> dict[str, Any]:
     """The run config as `evaluate_judge`'s keyword arguments (the HF generator's knobs)."""
     e = cfg.evaluation
     rules = {"reward_kwargs": cfg.policy_reward_kwargs()} if cfg.mode == "rlvr" else {}
-    stops = {"stop_strings": list(cfg.grpo.stop_strings)} if cfg.grpo.stop_strings else {}
+    stop = cfg.grpo.stop_strings if cfg.resolved_engine == "trl" else []  # verl cannot stop
+    stops = {"stop_strings": list(stop)} if stop else {}
     return {
         **rules,
         **stops,

@@ -43,7 +43,7 @@ def _stdio(program: str, cases: list[tuple[Any, str]], limit: float = 3.0) -> li
 def test_open_instructs_cases_pass_and_fail_as_there() -> None:
     tests = ["assert False", "assert True", "assert False", "assert True", "assert True", SLEEP,
              "assert True"]  # fmt: skip
-    assert _asserts("a = 1", tests, limit=1.0) == [0, 1, 0, 1, 1, 0, 1]
+    assert _asserts("a = 1", tests) == [0, 1, 0, 1, 1, 0, 1]
     add = "\n\ndef add(a, b):\n    return a + b\n"
     assert _asserts(add, ["assert add(1, 2) == 3", "assert add(-1, 1) == 0",
                           "assert add(0, 0) == 1"]) == [1, 1, 0]  # fmt: skip
@@ -61,11 +61,11 @@ def test_open_instructs_cases_pass_and_fail_as_there() -> None:
 def test_the_score_is_the_pass_rate_with_open_instructs_threshold_and_penalty() -> None:
     program = "```python\ndef add(a, b):\n    return a + b\n```"
     label = json.dumps(["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(0, 0) == 1"])
-    assert verify("code", program, label) == pytest.approx(2 / 3)
+    assert verify("code", program, label, code_max_execution_time=3.0) == pytest.approx(2 / 3)
     assert verify("CODE", program, label, code_pass_rate_reward_threshold=0.7) == 0.0
-    assert verify("code", program, label, code_pass_rate_reward_threshold=0.6) == pytest.approx(
-        2 / 3
-    )
+    assert verify(
+        "code", program, label, code_pass_rate_reward_threshold=0.6, code_max_execution_time=3.0
+    ) == pytest.approx(2 / 3)
     score, run = code_score("code", program, label, apply_perf_penalty=True, max_execution_time=2.0)
     passed = [t for p, t in zip(run.results, run.runtimes, strict=True) if p]
     assert run.results == [1, 1, 0] and all(0 <= t < 2.0 for t in passed)
@@ -76,7 +76,8 @@ def test_the_score_is_the_pass_rate_with_open_instructs_threshold_and_penalty() 
 def test_the_program_is_the_last_fenced_block_or_the_whole_response() -> None:
     assert extract_python_code("a\n```python\nx = 1\n```\nthen\n```\ny = 2\n```\n") == "y = 2"
     assert extract_python_code("x = 1") == "x = 1"
-    assert verify("code", "Here:\n```\ndef f():\n    return 3\n```", ["assert f() == 3"]) == 1.0
+    assert verify("code", "Here:\n```\ndef f():\n    return 3\n```", ["assert f() == 3"],
+                  code_max_execution_time=3.0) == 1.0  # fmt: skip
 
 
 def test_stdio_compares_stripped_lines_as_text_or_decimals() -> None:
@@ -95,11 +96,15 @@ def test_stdio_compares_stripped_lines_as_text_or_decimals() -> None:
 
 def test_stdio_keeps_open_instructs_quirks() -> None:
     # A program that mentions `class Solution` is never called; iterating sys.stdin fails;
-    # readline() gives a line without its newline; a program that ends with exit() passes
-    # on what it printed.
+    # readline() keeps the newline and gives "" at the end (an input() loop ends on EOFError);
+    # a program that raises SystemExit passes on what it printed.
     assert _stdio("class Solution:\n    pass\nprint(1)", [("", "1")]) == [0]
     assert _stdio("import sys\nfor line in sys.stdin:\n    print(line)", [("a", "a")]) == [0]
-    assert _stdio("import sys\nprint(repr(sys.stdin.readline()))", [("a\nb", "'a'")]) == [1]
+    assert _stdio("import sys\nprint(repr(sys.stdin.readline()))", [("a\nb", "'a\\n'")]) == [1]
+    loop = "import sys\nn = 0\nwhile sys.stdin.readline():\n    n += 1\nprint(n)"
+    assert _stdio(loop, [("1\n2", "2")]) == [1]
+    eof = "n = 0\ntry:\n    while True:\n        input()\n        n += 1\nexcept EOFError:\n    print(n)"
+    assert _stdio(eof, [("1\n2\n3", "3")]) == [1]
     assert _stdio("print(7)\nraise SystemExit", [("", "7")]) == [1]
 
 
@@ -117,7 +122,9 @@ def test_a_test_past_its_bounds_fails_and_is_counted(tmp_path: Path) -> None:
     assert (looping.results, dict(looping.cut_short)) == ([0, 0], {"timeout": 2})
 
 
-def test_no_network_no_programs_and_nothing_left_behind() -> None:
+def test_no_network_no_processes_and_nothing_left_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
@@ -130,9 +137,11 @@ def test_no_network_no_programs_and_nothing_left_behind() -> None:
             listener.accept()  # nothing ever connected
     spawn = "import subprocess\ntry:\n    subprocess.run(['true'])\n    ran = True\nexcept Exception:\n    ran = False"  # fmt: skip
     assert _asserts(spawn, ["assert not ran"]) == [1]
-    before = set(Path(tempfile.gettempdir()).glob("jf-code-*"))
+    forks = "import posix\ntry:\n    posix.fork()\n    forked = True\nexcept PermissionError:\n    forked = False"
+    assert _asserts(forks, ["assert not forked"]) == [1]
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the runner's folder goes here
     assert _asserts("open('left.txt', 'w').write('x')", ["assert True"]) == [1]
-    assert set(Path(tempfile.gettempdir()).glob("jf-code-*")) == before
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_labels_in_open_instructs_three_forms_and_a_pickle_that_names_code_refused(
@@ -141,7 +150,7 @@ def test_labels_in_open_instructs_three_forms_and_a_pickle_that_names_code_refus
     tests = ["assert f(1) == 2", "assert f(2) == 3"]
     packed = base64.b64encode(zlib.compress(pickle.dumps(tests))).decode()
     assert decode_tests(tests) == decode_tests(json.dumps(tests)) == decode_tests(packed) == tests
-    assert verify("code", "def f(x):\n    return x + 1", packed) == 1.0
+    assert verify("code", "def f(x):\n    return x + 1", packed, code_max_execution_time=3.0) == 1.0
 
     marker = tmp_path / "ran"
 
@@ -155,21 +164,37 @@ def test_labels_in_open_instructs_three_forms_and_a_pickle_that_names_code_refus
     assert not marker.exists()
     with pytest.raises(ValueError, match="neither JSON"):
         decode_tests("assert f(1) == 2")
+    nested: list[object] = []
+    for _ in range(40):  # a few hundred bytes pickled, 2**40 values to walk
+        nested = [nested, nested]
+    bomb = base64.b64encode(zlib.compress(pickle.dumps(nested))).decode()
+    with pytest.raises(ValueError, match="more than"):
+        decode_tests(bomb)
 
 
 def test_the_reward_pays_code_rows_with_the_runs_settings_and_counts_what_was_cut_short() -> None:
-    label = json.dumps(["assert f() == 1", "import time\ntime.sleep(5)\nassert f() == 1"])
+    label = json.dumps(["assert f() == 1", "import time\ntime.sleep(60)\nassert f() == 1"])
     right = "<think>x</think><answer>\n```python\ndef f():\n    return 1\n```\n</answer>"
-    rules = RewardRules(verification_reward=1.0, code_max_execution_time=0.5,
+    rules = RewardRules(verification_reward=1.0, code_max_execution_time=3.0,
                         code_pass_rate_reward_threshold=0.5)  # fmt: skip
     out = compose([Rollout(right, label, "code")], rules, check=lambda *a: pytest.fail(str(a)))
     assert out.scores == [0.5] and out.metrics["verifier_timeout"] == 1.0
-    strict = RewardRules(verification_reward=1.0, code_max_execution_time=0.5,
+    strict = RewardRules(verification_reward=1.0, code_max_execution_time=3.0,
                          code_pass_rate_reward_threshold=0.75)  # fmt: skip
     assert compose([Rollout(right, label, "code")], strict, check=print).scores == [0.0]
     unreadable = compose([Rollout(right, "not tests", "code")], rules, check=print)
     assert unreadable.scores == [0.0] and unreadable.metrics["verifier_error"] == 1.0
     # verl's compute_score with the run's reward_kwargs, the cut-short test counted
     parts = compute_score("code", right, label, r1_style_format="gated", verification_reward=1.0,
-                          code_max_execution_time=0.5, code_pass_rate_reward_threshold=0.0)  # fmt: skip
+                          code_max_execution_time=3.0, code_pass_rate_reward_threshold=0.0)  # fmt: skip
     assert parts["score"] == 0.5 and parts["verifier_cut_short"] == 1.0
+
+
+def test_a_runner_that_fails_pays_0_and_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner process itself failing (here: its file gone) ends no training: 0, counted."""
+    from judgeflow.rewards.rlvr import code_tests
+
+    monkeypatch.setattr(code_tests, "RUNNER", Path("/nonexistent/code_runner.py"))
+    out = compose([Rollout("def f(): return 1", json.dumps(["assert f() == 1"]), "code")],
+                  RewardRules(r1_style_format="off"), check=print)  # fmt: skip
+    assert out.scores == [0.0] and out.metrics["verifier_error"] == 1.0

@@ -200,9 +200,22 @@ def grpo_config(params: GrpoParams, *, has_eval: bool, rewards: int | None = Non
     from trl import GRPOConfig
 
     arguments = _config_arguments(params, has_eval=has_eval, rewards=rewards)
-    if clash := sorted(set(arguments) & set(params.trl_extra)):
+    extra = dict(params.trl_extra)
+    if params.stop_strings:  # beside any generation_kwargs of the user's own
+        given = dict(extra.pop("generation_kwargs", None) or {})
+        if "stop_strings" in given:
+            raise ValueError("set stop strings with grpo.stop_strings, not in generation_kwargs")
+        if extra.get("mask_truncated_completions"):
+            raise ValueError(
+                "grpo.stop_strings with mask_truncated_completions: TRL counts a rollout that "
+                "stopped at a string as truncated (it ends in no end-of-sequence token) and "
+                "would train on none of them"
+            )
+        # transformers' generate stops at these (the trainer hands it the tokenizer it needs)
+        arguments["generation_kwargs"] = {**given, "stop_strings": list(params.stop_strings)}
+    if clash := sorted(set(arguments) & set(extra)):
         raise ValueError(f"grpo.trl_extra sets {clash}, which judgeflow sets itself")
-    return GRPOConfig(**arguments, **params.trl_extra)
+    return GRPOConfig(**arguments, **extra)
 
 
 def _config_arguments(
@@ -257,10 +270,4 @@ def _config_arguments(
         dataloader_num_workers=0,
         report_to=params.report_to,  # metrics reach MLflow through the sink only
         log_completions=False,
-        # transformers' generate stops at these (the trainer hands it the tokenizer it needs)
-        **(
-            {"generation_kwargs": {"stop_strings": list(params.stop_strings)}}
-            if params.stop_strings
-            else {}
-        ),
     )

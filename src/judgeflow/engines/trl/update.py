@@ -85,9 +85,9 @@ def resumable_trainer_class() -> type[Any]:
 
         def _generate_single_turn(self: Any, prompts: Any, images: Any) -> Any:
             """TRL's own, but with `generation_kwargs.stop_strings` it works: transformers'
-            `generate` needs the tokenizer to find them, which TRL does not pass; and the
-            padding generate writes after a stopped rollout is taken off its completion (TRL
-            only cuts after an end-of-sequence token), so it is neither trained on nor counted."""
+            `generate` needs the tokenizer to find them, which TRL does not pass; and a rollout
+            that stopped at one ends with the token that completed it (what generate wrote after
+            it, padding, is neither trained on nor counted, whatever the pad token is)."""
             stops = getattr(self.generation_config, "stop_strings", None)
             if not stops:
                 return super()._generate_single_turn(prompts, images)
@@ -98,10 +98,8 @@ def resumable_trainer_class() -> type[Any]:
                 prompt_ids, completion_ids, *rest = super()._generate_single_turn(prompts, images)
             finally:
                 del model.generate
-            if self.pad_token_id != self.eos_token_id:
-                completion_ids = [
-                    _without_trailing(ids, self.pad_token_id) for ids in completion_ids
-                ]
+            decode = functools.partial(self.processing_class.decode, skip_special_tokens=True)
+            completion_ids = [_through_first_stop(ids, stops, decode) for ids in completion_ids]
             return (prompt_ids, completion_ids, *rest)
 
         def compute_loss(self: Any, model: Any, inputs: Any, *args: Any, **kwargs: Any) -> Any:
@@ -115,11 +113,22 @@ def resumable_trainer_class() -> type[Any]:
     return ResumableGRPOTrainer
 
 
-def _without_trailing(ids: list[int], pad: int) -> list[int]:
-    end = len(ids)
-    while end > 0 and ids[end - 1] == pad:
-        end -= 1
-    return ids[:end]
+def _through_first_stop(
+    ids: list[int], stops: list[str], decode: Callable[[list[int]], str]
+) -> list[int]:
+    """`ids` up to the token that completes the first stop string (all of them when none
+    appears): the shortest prefix whose text holds one, found by bisection (holding one is
+    kept as the prefix grows)."""
+    if not any(stop in decode(ids) for stop in stops):
+        return ids
+    low, high = 1, len(ids)  # the shortest holding prefix has a length in [low, high]
+    while low < high:
+        mid = (low + high) // 2
+        if any(stop in decode(ids[:mid]) for stop in stops):
+            high = mid
+        else:
+            low = mid + 1
+    return ids[:low]
 
 
 def _epoch_seed(seed: int, epoch: int) -> int:

@@ -7,8 +7,8 @@ fresh empty working directory of its own. One JSON request on stdin, one JSON an
 Every program runs in a forked child of this process, in a session of its own, with its address
 space, CPU time and file sizes capped, its output sent nowhere (``code``) or captured up to
 ``OUTPUT_LIMIT`` characters (``code_stdio``), no network (an audit hook refuses every socket
-connect, bind, send and name lookup), no new programs (``subprocess``, ``os.system``, ``exec*``,
-``spawn*``), and open-instruct's ``reliability_guard`` applied (the same functions set to None:
+connect, bind, send and name lookup), no new processes (``subprocess``, ``os.system``, ``exec*``,
+``spawn*``, ``fork``), and open-instruct's ``reliability_guard`` applied (the same functions set to None:
 ``os.chdir``, ``os.remove``, ``shutil.rmtree``, ``subprocess.Popen``, ``exit``, …). A child
 that outlives its time is killed with its whole session.
 
@@ -22,9 +22,9 @@ How a test passes is open-instruct's (``open_instruct/code_utils``, e6c3044):
   the rest becomes the body of one function, preceded by the same star imports of the standard
   library (``from math import *``, …); a program that mentions ``class Solution`` cannot be
   called (0, as there). Each test calls the function with ``sys.stdin`` replaced (``read()`` is
-  the whole input, ``readline()`` the next line without its newline, ``readlines()`` the lines
-  without theirs; ``open`` reads the input too; iterating ``sys.stdin`` fails, as there), under
-  an alarm of ``ceil(max_execution_time)`` seconds. The output passes when, stripped and split
+  the whole input, ``readline()`` the next line with its newline and ``""`` at the end,
+  ``readlines()`` the lines without their newlines; iterating ``sys.stdin`` fails, as there),
+  under an alarm of ``ceil(max_execution_time)`` seconds. The output passes when, stripped and split
   into stripped lines, it has as many lines as the expected output and each line equals the
   expected one, or both read as the same list of decimals.
 """
@@ -60,7 +60,7 @@ PRELUDE = (
 _NO_NETWORK = ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg",
                "socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr")  # fmt: skip
 _NO_PROGRAMS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
-                "pty.spawn")  # fmt: skip
+                "pty.spawn", "os.fork", "os.forkpty")  # fmt: skip
 _GUARDED_OS = ["system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid", "forkpty", "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod", "fchown", "chmod", "chown", "chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir"]  # fmt: skip
 
 
@@ -137,15 +137,17 @@ def _in_child(work: Any, budget_s: float, memory_mb: int) -> tuple[Any, str]:
             break
         chunks.append(chunk)
     os.close(read_fd)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+    for kill in (os.killpg, os.kill):  # its session; the child itself, if it had none yet
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     if ended == "timeout":
         return None, "timeout"
     try:
         how, value = json.loads(b"".join(chunks))
-    except ValueError:  # killed mid-write (its memory, a signal)
-        return None, "memory" if os.WIFSIGNALED(status) else "crashed"
+    except ValueError:  # it died without answering: its CPU time, or a crash (SIGSEGV, …)
+        cpu = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU
+        return None, "timeout" if cpu else "crashed"
     return value, how
 
 
@@ -209,15 +211,14 @@ class _Stdin:
 
     def __init__(self, text: str) -> None:
         self._text = text
-        self._lines = iter(text.split("\n"))
         self._io = io.StringIO(text)
         self.buffer = _Buffer(text)
 
     def read(self, *_: Any) -> str:
         return self._text
 
-    def readline(self, *_: Any) -> str:
-        return next(self._lines)
+    def readline(self, *args: Any) -> str:
+        return self._io.readline(*args)
 
     def readlines(self, *_: Any) -> list[str]:
         return self._text.split("\n")

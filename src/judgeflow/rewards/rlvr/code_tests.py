@@ -99,7 +99,24 @@ def decode_tests(label: Any) -> list[Any]:
                              f"({type(exc).__name__}: {exc})") from exc  # fmt: skip
     if not isinstance(decoded, list):
         raise ValueError(f"the tests must be a list, got {type(decoded).__name__}")
+    _bounded(decoded)
     return decoded
+
+
+def _bounded(tests: list[Any], limit: int = 1_000_000) -> None:
+    """Refuse tests with more than `limit` values in all (a pickle can nest one list in itself
+    many times over: small to store, and exponential to walk or to write as JSON)."""
+    stack: list[Any] = [tests]
+    seen = 0
+    while stack:
+        value = stack.pop()
+        seen += 1
+        if seen > limit:
+            raise ValueError(f"the tests hold more than {limit:,} values")
+        if isinstance(value, list | tuple):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
 
 
 @dataclass
@@ -134,7 +151,8 @@ def run_code_tests(
         proc = subprocess.run(
             [sys.executable, "-I", str(RUNNER)], input=json.dumps(request), cwd=workdir,
             capture_output=True, text=True, timeout=budget + STARTUP_S,
-            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"},
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
+                 "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},  # no per-thread buffers
         )  # fmt: skip
         answer = json.loads(proc.stdout)
     except subprocess.TimeoutExpired:

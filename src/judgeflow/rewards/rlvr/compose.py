@@ -180,8 +180,8 @@ def _code(name: str, rollout: Rollout, label: Any, rules: RewardRules) -> Outcom
             pass_rate_reward_threshold=rules.code_pass_rate_reward_threshold,
             apply_perf_penalty=rules.code_apply_perf_penalty, memory_mb=rules.code_memory_mb,
         )  # fmt: skip
-    except ValueError as exc:
-        return Outcome(0.0, "error", f"{name}: {exc}"[:300])
+    except Exception as exc:  # unreadable tests, or the runner itself failed: 0, as there
+        return Outcome(0.0, "error", f"{name}: {type(exc).__name__}: {exc}"[:300])
     if run.cut_short:
         status, count = run.cut_short.most_common(1)[0]
         return Outcome(score, status, f"{name}: {count} test(s) past their {status} bound")  # type: ignore[arg-type]
