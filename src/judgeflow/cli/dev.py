@@ -61,3 +61,34 @@ def demo_data_cmd(
     )
     for path in module.write_demo_data(out_dir):
         console.print(f"[green]wrote[/] {path}")
+
+
+@dev_app.command("antlr-runtime")
+def antlr_runtime_cmd(
+    target: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where to install it (default: $JUDGEFLOW_ANTLR_RUNTIME, else a "
+            "folder of this environment)."
+        ),
+    ] = None,
+) -> None:
+    """Install open-instruct's LaTeX parser runtime (ANTLR 4.11) apart from the environment's
+    own 4.9 (omegaconf's), where the verifier sandbox loads it: math answers are then parsed
+    exactly as open-instruct parses them. Needs the package index once."""
+    import subprocess
+    import sys
+
+    from judgeflow.rewards.rlvr.math_answers import ANTLR_RUNTIME, antlr_runtime_dir
+
+    folder = target or antlr_runtime_dir()
+    if (folder / "antlr4").is_dir():
+        console.print(f"[green]already there[/] {folder}")
+        return
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         "--no-deps", "--target", str(folder), ANTLR_RUNTIME],
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise typer.Exit(done.returncode)
+    console.print(f"[green]installed[/] {ANTLR_RUNTIME} in {folder}")

@@ -74,3 +74,26 @@ def test_a_child_that_died_between_checks_is_replaced(sandbox: VerifierSandbox) 
     sandbox._proc.kill()  # as the OOM killer would
     sandbox._proc.wait()
     assert sandbox.score("gsm8k", "2", "2").status == "ok"
+
+
+def test_the_child_parses_latex_as_open_instruct_does(sandbox: VerifierSandbox) -> None:
+    """The sandbox's child loads open-instruct's ANTLR 4.11 runtime, kept apart from the
+    environment's 4.9 (the bootstrap installs it: `judgeflow dev antlr-runtime`), and parses
+    math answers with sympy's ANTLR backend as open-instruct does: its grammar reads thousands
+    separators, and its error recovery reads `1,2` as 1. In this process (omegaconf's 4.9 is the
+    runtime here) sympy's Lark backend parses, and refuses both."""
+    from typer.testing import CliRunner
+
+    from judgeflow.cli.typer_app import app
+    from judgeflow.rewards.rlvr.math_answers import antlr_runtime_dir, latex_backend
+
+    outcome = sandbox.score("math", r"\boxed{10,000}", "10000")
+    assert (outcome.score, outcome.status) == (1.0, "ok")
+    assert sandbox.latex_backend == "antlr"
+    assert sandbox.score("math", r"\boxed{1,2}", "1").score == 1.0
+    assert sandbox.score("math", r"\boxed{10,001}", "10000").score == 0.0
+    assert latex_backend() == "lark"
+    assert verify("math", r"\boxed{10,000}", "10000") == 0.0
+    # the install is idempotent: an installed runtime is left as it is (no index needed)
+    done = CliRunner().invoke(app, ["dev", "antlr-runtime", "--target", str(antlr_runtime_dir())])
+    assert done.exit_code == 0 and "already there" in done.output

@@ -11,19 +11,31 @@ on purpose, because a policy trained against open-instruct's reward learns them:
 - Hendrycks' normalisation gives up on some inputs (``a/b`` with non-integers, two ``\\text{ ``);
   the strings are then compared as they are.
 
-One difference, forced: open-instruct parses LaTeX with sympy's ANTLR backend, which needs
-``antlr4-python3-runtime==4.11``, while verl's config stack (omegaconf) pins 4.9; we use sympy's
-own Lark backend. The two parse the answers of math datasets alike; exotic LaTeX can differ.
+LaTeX is parsed as open-instruct parses it, by sympy's ANTLR backend, whose parser needs
+``antlr4-python3-runtime==4.11``; verl's config stack (omegaconf) needs 4.9 in the same
+environment. So the 4.11 runtime lives in a folder of its own (:func:`antlr_runtime_dir`,
+installed by ``judgeflow dev antlr-runtime``; the bootstrap does it), which the verifier sandbox's
+child process (where training and evaluation check a policy's text) puts first on its path before
+anything imports antlr4 (:func:`use_antlr_runtime`). Where that runtime cannot load (the folder
+is missing, or a process that already imported omegaconf's 4.9), sympy's Lark backend parses
+instead (:func:`latex_backend` says which): it refuses some answers ANTLR's grammar and error
+recovery accept (``10,000`` for 10000; ANTLR parses ``1,2`` as 1).
 The sympy step runs on bounded input only (:data:`MAX_SYMPY_CHARS`); the caller bounds time.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import io
+import os
 import re
 import signal
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
 
 INVALID_ANSWER = "[invalidanswer]"
 #: Longer candidate answers are not handed to sympy (it can run for minutes); they still
@@ -227,6 +239,41 @@ def hendrycks_is_equiv(a: str | None, b: str | None) -> bool:
 SYMPY_TIMEOUT_S = 5
 
 
+#: open-instruct's ANTLR runtime (what sympy's LaTeX parser was generated with).
+ANTLR_RUNTIME = "antlr4-python3-runtime==4.11.0"
+
+
+def antlr_runtime_dir() -> Path:
+    """Where the ANTLR 4.11 runtime is kept apart: ``$JUDGEFLOW_ANTLR_RUNTIME``, else a folder
+    of the environment judgeflow runs in."""
+    given = os.environ.get("JUDGEFLOW_ANTLR_RUNTIME")
+    return Path(given) if given else Path(sys.prefix) / "judgeflow-antlr4-4.11"
+
+
+def use_antlr_runtime() -> bool:
+    """Put the ANTLR 4.11 runtime first on this process's path, if it is installed and nothing
+    here imported antlr4 yet; for a process that parses LaTeX only (the verifier sandbox's
+    child): omegaconf, in the same process, would break on it."""
+    folder = antlr_runtime_dir()
+    if "antlr4" in sys.modules or not (folder / "antlr4").is_dir():
+        return False
+    sys.path.insert(0, str(folder))
+    return True
+
+
+@functools.cache
+def latex_backend() -> Literal["antlr", "lark"]:
+    """sympy's ANTLR backend (open-instruct's) when its runtime loads in this process, else
+    its Lark backend."""
+    from sympy.parsing.latex import parse_latex
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            return "antlr" if str(parse_latex("x+1", backend="antlr")) == "x + 1" else "lark"
+    except Exception:  # ImportError: no 4.11 runtime here (sympy checks its version)
+        return "lark"
+
+
 def sympy_is_equiv(a: str, b: str) -> bool:
     """Both parse as LaTeX and their difference simplifies to 0. A parse error, a failed
     subtraction or a comparison past :data:`SYMPY_TIMEOUT_S` is "not equal", as in
@@ -238,9 +285,10 @@ def sympy_is_equiv(a: str, b: str) -> bool:
     import sympy
     from sympy.parsing.latex import parse_latex
 
+    backend = latex_backend()
     try:
         with _alarm(SYMPY_TIMEOUT_S):
-            difference = parse_latex(a, backend="lark") - parse_latex(b, backend="lark")
+            difference = parse_latex(a, backend=backend) - parse_latex(b, backend=backend)
             return bool(sympy.simplify(difference) == 0)
     except Exception:  # the alarm, parse errors, TypeError on subtracting relations, sympy's
         return False

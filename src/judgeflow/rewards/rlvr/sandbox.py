@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import resource
 import selectors
@@ -25,8 +26,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from judgeflow.rewards.rlvr.math_answers import sympy_is_equiv
+from judgeflow.rewards.rlvr.math_answers import (
+    ANTLR_RUNTIME,
+    latex_backend,
+    sympy_is_equiv,
+    use_antlr_runtime,
+)
 from judgeflow.rewards.rlvr.verifiers import resolve, verify
+
+logger = logging.getLogger(__name__)
+_warned: list[str | None] = []  # the Lark warning, once per process
 
 Status = Literal["ok", "too_long", "timeout", "error", "memory", "output"]
 READY = "ready"
@@ -52,7 +61,7 @@ def _serve(memory_mb: int, stdin: IO[str], stdout: IO[str]) -> None:
     # fails here, loudly, instead of turning every math comparison into a silent 0.
     if not sympy_is_equiv("1", "1"):
         raise SystemExit("the math verifier's LaTeX parser does not work (is lark installed?)")
-    print(json.dumps(READY), file=stdout, flush=True)
+    print(json.dumps([READY, latex_backend()]), file=stdout, flush=True)
     for line in stdin:
         try:
             name, prediction, label = json.loads(line)
@@ -77,6 +86,8 @@ class VerifierSandbox:
     max_chars: int = 100_000
     memory_mb: int = 2048
     counts: Counter[str] = field(default_factory=Counter)
+    #: how the child parses LaTeX (`math_answers.latex_backend`), once it has started
+    latex_backend: str | None = field(default=None, init=False)
     _proc: subprocess.Popen[str] | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -158,9 +169,23 @@ class VerifierSandbox:
             text=True,
             env=env,
         )
-        if self._read_line(self._proc, STARTUP_S) != json.dumps(READY) + "\n":
+        ready = self._read_line(self._proc, STARTUP_S) or ""
+        try:
+            said, backend = json.loads(ready)
+        except ValueError:
+            said, backend = None, None
+        if said != READY:
             self._stop()
             raise RuntimeError(f"the verifier process did not start in {STARTUP_S:g}s")
+        if backend != "antlr" and not _warned:
+            _warned.append(backend)
+            logger.warning(
+                "math answers are parsed by sympy's Lark backend, not open-instruct's ANTLR one "
+                "(%s is not installed apart: `judgeflow dev antlr-runtime`): a few answers, such "
+                "as \\boxed{10,000} for 10000, are not paid as open-instruct pays them",
+                ANTLR_RUNTIME,
+            )
+        self.latex_backend = backend
         return self._proc
 
     def _stop(self) -> None:
@@ -180,6 +205,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="judgeflow's verifier child (see VerifierSandbox)")
     parser.add_argument("--memory-mb", type=int, default=2048)
     args = parser.parse_args(argv)
+    use_antlr_runtime()  # open-instruct's LaTeX parser, before anything imports antlr4
     # The protocol gets fd 1 to itself; anything else that prints (a library's warning on
     # stdout) goes to stderr instead of into the answers.
     protocol = os.fdopen(os.dup(1), "w")
