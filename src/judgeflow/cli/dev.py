@@ -76,19 +76,34 @@ def antlr_runtime_cmd(
     """Install open-instruct's LaTeX parser runtime (ANTLR 4.11) apart from the environment's
     own 4.9 (omegaconf's), where the verifier sandbox loads it: math answers are then parsed
     exactly as open-instruct parses them. Needs the package index once."""
+    import shutil
     import subprocess
     import sys
+    import tempfile
 
-    from judgeflow.rewards.rlvr.math_answers import ANTLR_RUNTIME, antlr_runtime_dir
+    from judgeflow.rewards.rlvr.math_answers import (
+        ANTLR_RUNTIME,
+        antlr_runtime_dir,
+        antlr_runtime_installed,
+    )
 
     folder = target or antlr_runtime_dir()
-    if (folder / "antlr4").is_dir():
+    if antlr_runtime_installed(folder):
         console.print(f"[green]already there[/] {folder}")
         return
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "--no-deps", "--target", str(folder), ANTLR_RUNTIME],
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise typer.Exit(done.returncode)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".antlr-", dir=folder.parent))
+    try:  # installed whole, then moved into place: never a half-installed folder
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+             "--no-deps", "--target", str(staging), ANTLR_RUNTIME],
+        )  # fmt: skip
+        if done.returncode != 0 or not antlr_runtime_installed(staging):
+            console.print(f"[red]could not install {ANTLR_RUNTIME}[/] (is the package index "
+                          "reachable?); math answers are parsed by sympy's Lark backend")  # fmt: skip
+            raise typer.Exit(done.returncode or 1)
+        shutil.rmtree(folder, ignore_errors=True)  # a half-installed one
+        staging.rename(folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     console.print(f"[green]installed[/] {ANTLR_RUNTIME} in {folder}")

@@ -5,8 +5,9 @@ comments, ``export`` lines, and usually Beaker's ``mason.py`` wrapper (its flags
 then ``python open_instruct/grpo_fast.py`` and its flags). Every flag is either mapped onto
 judgeflow keys (over a preset, ``rlvr`` by default) or listed with why it has none: nothing is
 dropped silently. How each maps follows ``docs/design/presets.md``, where the Tulu 3.1 8B script
-was mapped by hand (open-instruct e6c3044; flags the script leaves unset keep the preset's
-values, which are grpo_fast's defaults).
+was mapped by hand. A flag the script leaves unset takes grpo_fast's default (open-instruct
+e6c3044, :data:`OPEN_INSTRUCT_DEFAULTS`) where judgeflow maps it; every other key keeps the
+preset's value (the rlvr preset's are the Tulu 3.1 8B run's, with the defaults of 686a521).
 """
 
 from __future__ import annotations
@@ -34,10 +35,12 @@ class Flag:
     name: str
     values: tuple[str, ...]
     wrapper: bool = False  # mason.py's, not grpo_fast's
+    default: bool = False  # not in the script: grpo_fast's default
 
     @property
     def shown(self) -> str:
-        return " ".join([self.name if self.name == BEFORE else f"--{self.name}", *self.values])
+        words = [self.name if self.name == BEFORE else f"--{self.name}", *self.values]
+        return " ".join(words) + (" (unset: open-instruct's default)" if self.default else "")
 
 
 @dataclass
@@ -55,35 +58,81 @@ class Imported:
 
 
 def parse_script(text: str) -> tuple[list[Flag], dict[str, str]]:
-    """The mason.py and grpo_fast.py flags of a launch script, in order, and its exports."""
+    """The mason.py and grpo_fast.py flags of a launch script, in order, and its variables
+    (`export` lines, assignments, ones set before the command), substituted into the flags.
+    The command ends at the first `;`, `&`, `|` or redirection, as the shell ends it."""
     joined = re.sub(r"\\\r?\n", " ", text)
     flags: list[Flag] = []
-    exports: dict[str, str] = {}
+    variables: dict[str, str] = {}
+    commands = 0
     for line in joined.splitlines():
-        try:
-            words = shlex.split(line, comments=True)
-        except ValueError as exc:
-            raise ValueError(f"cannot read this line of the script ({exc}): {line[:120]}") from exc
-        if words[:1] == ["export"]:
-            for word in words[1:]:
+        words = _words(line)
+        if words[:1] == ["export"] or (words and all(_ASSIGNMENT.match(w) for w in words)):
+            for word in words[words[:1] == ["export"] :]:
                 name, _, value = word.partition("=")
-                exports[name] = value
+                variables[name] = _substitute(value, variables)
             continue
         start = next((i for i, w in enumerate(words) if _GRPO.search(w)), None)
         if start is None:
             continue
+        commands += 1
+        if commands > 1:
+            raise ValueError("the script runs grpo_fast.py more than once: import one at a time")
+        end = next((i for i, w in enumerate(words[start:], start) if _OPERATOR.match(w)), None)
+        words = [_substitute(w, variables) for w in words[: end or len(words)]]
         mason = next((i for i, w in enumerate(words[:start]) if w.endswith("mason.py")), None)
         before = words[:start]
         if mason is not None:
-            end = words.index("--", mason) if "--" in words[mason:start] else start
-            flags += _flags(words[mason + 1 : end], wrapper=True)
-            before = words[end + 1 : start]
-        if commands := [w for w in before if w not in _LAUNCHERS]:
-            flags.append(Flag(BEFORE, tuple(commands), wrapper=True))
+            stop = words.index("--", mason) if "--" in words[mason:start] else start
+            flags += _flags(words[mason + 1 : stop], wrapper=True)
+            before = words[stop + 1 : start]
+        for word in before:  # `VAR=value python …`: set for the command
+            if match := _ASSIGNMENT.match(word):
+                variables[match.group(1)] = word.partition("=")[2]
+        if commands_before := [
+            w for w in before if w not in _LAUNCHERS and not _ASSIGNMENT.match(w)
+        ]:
+            flags.append(Flag(BEFORE, tuple(commands_before), wrapper=True))
         flags += _flags(words[start + 1 :], wrapper=False)
     if not flags:
         raise ValueError("no `grpo_fast.py` command in the script (judgeflow imports those)")
-    return flags, exports
+    return flags, variables
+
+
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=")
+_OPERATOR = re.compile(r"^[;&|<>()]+$")
+_REDIRECTION = re.compile(r"(?<!\S)\d*(?:>>|>&|&>|>|<)(?:&?\d+|\s*[^\s;&|]+)")
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def _words(line: str) -> list[str]:
+    """A line's words as the shell splits them: a `#` that starts a word starts a comment,
+    redirections are dropped, `;`, `&`, `|` are words of their own."""
+    code = _without_comment(line)
+    lexer = shlex.shlex(_REDIRECTION.sub(" ", code), posix=True, punctuation_chars=";&|()<>")
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        return list(lexer)
+    except ValueError as exc:
+        raise ValueError(f"cannot read this line of the script ({exc}): {line[:120]}") from exc
+
+
+def _without_comment(line: str) -> str:
+    quote = None
+    for i, char in enumerate(line):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i]
+    return line
+
+
+def _substitute(word: str, variables: dict[str, str]) -> str:
+    """`$NAME` and `${NAME}` replaced by the script's value; one it does not set is kept."""
+    return _VARIABLE.sub(lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), word)
 
 
 def _flags(words: list[str], *, wrapper: bool) -> list[Flag]:
@@ -172,6 +221,12 @@ NO_COUNTERPART: dict[str, str] = {
     "async_steps": "verl 0.6.1's main_ppo is synchronous (on-policy)",
     "inflight_updates": "verl 0.6.1's main_ppo is synchronous",
     "code_api_url": "judgeflow runs a code row's tests itself, confined (rlvr.code_*)",
+    "checkpoint_state_freq": "judgeflow's checkpoints hold the whole training state, every "
+    "grpo.save_freq steps",
+    "task_name": "Beaker task name; judgeflow names a run after its recipe",
+    "no_auto_dataset_cache": "Beaker's dataset cache; judgeflow caches prepared data itself",
+    "timeout": "Beaker's time limit; judgeflow: cluster.timeout_min",
+    "hostname": "Beaker host pinning; closest: cluster.constraint or cluster.extra_sbatch",
     "chat_template_name": "no key yet (data.chat_template is not built): each engine renders with "
     "the model tokenizer's own chat template",
     "llm_judge_model": "the LLM-judge verifiers are not built; a judge judgeflow trained pays "
@@ -215,8 +270,9 @@ def _mixer(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
     name, amount = pairs[0]
     seen["train_dataset"] = name
     notes = []
-    if float(amount) != 1.0:
-        notes.append(f"open-instruct takes {amount} of it; judgeflow trains on every row (no "
+    if "." not in amount or float(amount) != 1.0:  # an integer is a row count ("1": one row)
+        share = f"{amount} rows" if "." not in amount else f"a share of {amount}"
+        notes.append(f"open-instruct takes {share} of it; judgeflow trains on every row (no "
                      "data.mixer yet)")  # fmt: skip
     if len(pairs) > 1:
         rest = ", ".join(n for n, _ in pairs[1:])
@@ -228,7 +284,10 @@ def _mixer(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
 def _eval_mixer(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
     name = flag.values[0] if flag.values else ""
     if name and name != seen.get("train_dataset"):
-        return {"data.val_source": _source(name)}, "its rows are the validation rows"
+        return {"data.val_source": _source(name)}, (
+            DIFFERS + "its rows are the validation rows, read from its train split (open-instruct "
+            "reads --dataset_mixer_eval_list_splits, test by default)"
+        )
     return {}, (
         DIFFERS + "open-instruct evaluates on the first rows of the training data, which it also "
         "trains on; judgeflow holds validation out by prompt instead (data.val_fraction of the "
@@ -304,6 +363,38 @@ def _epochs(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
     return {}, "one pass over each batch: verl's actor.ppo_epochs default"
 
 
+def _positive(values: tuple[str, ...]) -> int:
+    number = int(_one(values))
+    if number <= 0:
+        raise ValueError(f"{number} turns it off in open-instruct; judgeflow has no off switch "
+                         "for it, so the preset's value is kept")  # fmt: skip
+    return number
+
+
+def _reference(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    if _true(flag.values):
+        return {}, "the reference model is kept for the KL term (--beta)"
+    return {"grpo.use_kl_loss": False}, "no reference model: no KL term"
+
+
+def _advantages(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    kind = _one(flag.values)
+    if kind not in ("standard", "centered"):
+        raise ValueError(f"no judgeflow counterpart for advantage normalisation {kind!r}")
+    return {"grpo.norm_adv_by_std_in_grpo": kind == "standard"}, (
+        "standard: (r - mean) / std; centered: r - mean"
+    )
+
+
+def _eval_length(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    seen["eval_response_length"] = int(_one(flag.values))
+    return {}, "evaluation.max_new_tokens"
+
+
+def _not_filtered(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    return {"grpo.filter_zero_std_samples": not _true(flag.values)}, "TRL only: verl ignores it"
+
+
 def _cluster_gpus(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
     return {"cluster.gpus_per_node": int(_one(flag.values))}, ""
 
@@ -349,15 +440,28 @@ MAPPERS: dict[str, Mapper] = {
     "num_epochs": _epochs,
     "vllm_tensor_parallel_size": _set("grpo.rollout_tensor_model_parallel_size"),
     "vllm_gpu_memory_utilization": _set(
-        "grpo.gpu_memory_utilization", convert=lambda v: float(_one(v))
+        "grpo.gpu_memory_utilization",
+        convert=lambda v: float(_one(v)),
+        note=DIFFERS + "open-instruct's vLLM has GPUs of its own; verl's shares each GPU with "
+        "training, so a high share can leave training too little memory",
     ),
     "lr_scheduler_type": _scheduler,
     "warmup_ratio": _set("grpo.lr_warmup_steps_ratio", convert=lambda v: float(_one(v))),
     "seed": _set("data.seed", note="seeds the validation split, data order and the trainers"),
-    "local_eval_every": _set("grpo.test_freq"),
-    "save_freq": _set("grpo.save_freq"),
+    "local_eval_every": _set("grpo.test_freq", convert=_positive),
+    "save_freq": _set("grpo.save_freq", convert=_positive),
+    "load_ref_policy": _reference,
+    "advantage_normalization_type": _advantages,
+    "eval_response_length": _eval_length,
+    "eval_on_step_0": _set("grpo.val_before_train", convert=_true),
+    "keep_last_n_checkpoints": _set("grpo.max_actor_ckpt_to_keep", convert=_positive),
+    "no_filter_zero_std_samples": _not_filtered,
     "gradient_checkpointing": _set("grpo.gradient_checkpointing", convert=_true),
-    "stop_strings": _set("grpo.stop_strings", convert=_strings, note="TRL only (verl cannot)"),
+    "stop_strings": _set(
+        "grpo.stop_strings",
+        convert=_strings,
+        note=DIFFERS + "TRL only: verl 0.6.1 cannot stop at strings",
+    ),
     "apply_r1_style_format_reward": _format,
     "additive_format_reward": _additive,
     "r1_style_format_reward": _set("rlvr.r1_style_format_reward", convert=lambda v: float(_one(v))),
@@ -371,7 +475,11 @@ MAPPERS: dict[str, Mapper] = {
         "rlvr.code_pass_rate_reward_threshold", convert=lambda v: float(_one(v))
     ),
     "code_apply_perf_penalty": _set("rlvr.code_apply_perf_penalty", convert=_true),
-    "filter_zero_std_samples": _set("grpo.filter_zero_std_samples", convert=_true),
+    "filter_zero_std_samples": _set(
+        "grpo.filter_zero_std_samples",
+        convert=_true,
+        note="TRL only: verl 0.6.1's main_ppo cannot filter (those groups get no advantage)",
+    ),
     "clip_lower": _set("grpo.clip_ratio_low", convert=lambda v: float(_one(v))),
     "clip_higher": _set("grpo.clip_ratio_high", convert=lambda v: float(_one(v))),
     "ground_truths_key": _ground_truths_key,
@@ -382,12 +490,51 @@ MAPPERS: dict[str, Mapper] = {
 }
 
 
+#: grpo_fast's defaults at open-instruct e6c3044 (grpo_utils.py, data_loader.py) for the flags
+#: judgeflow maps: a script that leaves one unset gets it, not the preset's value.
+OPEN_INSTRUCT_DEFAULTS: dict[str, tuple[str, ...]] = {
+    "beta": ("0.05",),
+    "kl_estimator": ("2",),
+    "load_ref_policy": ("true",),
+    "clip_lower": ("0.2",),
+    "clip_higher": ("0.272",),
+    "advantage_normalization_type": ("centered",),
+    "num_mini_batches": ("1",),
+    "total_episodes": ("100000",),
+    "num_unique_prompts_rollout": ("16",),
+    "num_samples_per_prompt_rollout": ("4",),
+    "max_prompt_token_length": ("256",),
+    "response_length": ("256",),
+    "pack_length": ("512",),
+    "temperature": ("1.0",),
+    "vllm_top_p": ("1.0",),
+    "local_eval_every": ("100",),
+    "save_freq": ("200",),
+    "filter_zero_std_samples": ("true",),
+    "apply_r1_style_format_reward": ("false",),
+    "r1_style_format_reward": ("1.0",),
+    "additive_format_reward": ("false",),
+    "verification_reward": ("10.0",),
+    "non_stop_penalty": ("false",),
+    "non_stop_penalty_value": ("0.0",),
+}
+#: Flags that set another's default when given (an unset twin must not undo them).
+_TWINS = {"no_filter_zero_std_samples": "filter_zero_std_samples"}
+
+
 def import_script(text: str, *, script_dir: Path = Path(".")) -> Imported:
     """Map a launch script's flags onto judgeflow keys (see the module)."""
     flags, exports = parse_script(text)
     out = Imported(environment=exports)
     seen: dict[str, Any] = {"script_dir": script_dir}
-    for flag in flags:
+    given = {f.name for f in flags} | {_TWINS[f.name] for f in flags if f.name in _TWINS}
+    unset = [Flag(name, values, default=True)
+             for name, values in OPEN_INSTRUCT_DEFAULTS.items() if name not in given]  # fmt: skip
+    for flag in [*unset, *flags]:  # the script's own flags last: they win
+        if unresolved := [v for v in flag.values if "$" in v]:
+            out.unmapped.append((flag, f"{unresolved[0]} is not set in the script: set the key "
+                                       "in the recipe"))  # fmt: skip
+            continue
         mapper = MAPPERS.get(flag.name)
         if mapper is None:
             why = NO_COUNTERPART.get(flag.name) or (
@@ -423,6 +570,8 @@ def _derived(out: Imported, seen: dict[str, Any]) -> None:
     samples = out.keys.get("grpo.rollout_n")
     if "total_episodes" in seen and prompts and samples:
         out.keys["grpo.max_steps"] = max(1, seen["total_episodes"] // (prompts * samples))
+    if "eval_response_length" in seen:
+        out.keys["evaluation.max_new_tokens"] = seen["eval_response_length"]
 
 
 def recipe_yaml(imported: Imported, *, base: str, source: str) -> str:
@@ -438,6 +587,8 @@ def recipe_yaml(imported: Imported, *, base: str, source: str) -> str:
         node[leaf] = value
     header = [
         f"# Imported from {source} by `judgeflow import open-instruct`, over the {base} preset.",
+        "# Flags the script leaves unset take grpo_fast's defaults (open-instruct e6c3044) where",
+        f"# judgeflow maps them; every other key keeps the {base} preset's value.",
         "# Flags with no counterpart, and why:",
         *(f"#   {flag.shown[:100]}: {why}" for flag, why in imported.unmapped),
     ]
@@ -445,6 +596,6 @@ def recipe_yaml(imported: Imported, *, base: str, source: str) -> str:
         header.append("# Mapped, but the run differs:")
         header += [f"#   {flag.shown[:100]}: {how}" for flag, how in imported.differences]
     if imported.environment:
-        header.append(f"# The script's exports (not imported): {', '.join(imported.environment)}")
+        header.append(f"# The script's variables (not imported): {', '.join(imported.environment)}")
     body = yaml.safe_dump({"base": base, **nested}, sort_keys=False, allow_unicode=True)
     return "\n".join(header) + "\n" + body

@@ -3,7 +3,9 @@ killed, one that raises is paid 0; each is counted, and the next check still wor
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +99,20 @@ def test_the_child_parses_latex_as_open_instruct_does(sandbox: VerifierSandbox) 
     # the install is idempotent: an installed runtime is left as it is (no index needed)
     done = CliRunner().invoke(app, ["dev", "antlr-runtime", "--target", str(antlr_runtime_dir())])
     assert done.exit_code == 0 and "already there" in done.output
+
+
+def test_without_open_instructs_runtime_lark_parses_and_the_log_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A node where the ANTLR 4.11 runtime is missing (here: a folder without it) still checks
+    math answers, with sympy's Lark backend, and the log says once what that changes."""
+    from judgeflow.rewards.rlvr import sandbox as sandbox_module
+
+    monkeypatch.setenv("JUDGEFLOW_ANTLR_RUNTIME", str(tmp_path))
+    monkeypatch.setattr(sandbox_module, "_warned", [])
+    with caplog.at_level(logging.WARNING), VerifierSandbox(timeout_s=120) as box:
+        assert box.score("math", r"\boxed{10,000}", "10000").score == 0.0
+        assert box.score("math", r"\boxed{\frac{1}{2}}", "0.5").score == 1.0
+        assert box.latex_backend == "lark"
+    said = [r.getMessage() for r in caplog.records if "Lark backend" in r.getMessage()]
+    assert len(said) == 1 and "judgeflow dev antlr-runtime" in said[0]

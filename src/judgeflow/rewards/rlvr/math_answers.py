@@ -255,10 +255,18 @@ def use_antlr_runtime() -> bool:
     here imported antlr4 yet; for a process that parses LaTeX only (the verifier sandbox's
     child): omegaconf, in the same process, would break on it."""
     folder = antlr_runtime_dir()
-    if "antlr4" in sys.modules or not (folder / "antlr4").is_dir():
+    if "antlr4" in sys.modules or not antlr_runtime_installed(folder):
         return False
     sys.path.insert(0, str(folder))
     return True
+
+
+def antlr_runtime_installed(folder: Path) -> bool:
+    """The 4.11 runtime is whole in `folder`: its package and its metadata (which sympy reads
+    to check the version)."""
+    return (folder / "antlr4").is_dir() and any(
+        folder.glob("antlr4_python3_runtime-4.11*.dist-info")
+    )
 
 
 @functools.cache
