@@ -163,6 +163,10 @@ def _one(values: tuple[str, ...]) -> str:
     return values[0]
 
 
+def _float(values: tuple[str, ...]) -> float:
+    return float(_one(values))
+
+
 def _number(values: tuple[str, ...]) -> int | float:
     word = _one(values)
     number = float(word)
@@ -248,7 +252,7 @@ def _set(*keys: str, note: str = "", convert: Callable[[tuple[str, ...]], Any] =
 
 
 def _beta(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    beta = float(_one(flag.values))
+    beta = _float(flag.values)
     note = "KL to the reference in the per-token loss, as grpo_fast adds it"
     return {"grpo.use_kl_loss": beta > 0, "grpo.kl_loss_coef": beta}, note
 
@@ -408,7 +412,7 @@ MAPPERS: dict[str, Mapper] = {
     "num_unique_prompts_rollout": _set("grpo.train_batch_size"),
     "num_samples_per_prompt_rollout": _set("grpo.rollout_n"),
     "kl_estimator": _kl,
-    "learning_rate": _set("grpo.learning_rate", convert=lambda v: float(_one(v))),
+    "learning_rate": _set("grpo.learning_rate", convert=_float),
     "dataset_mixer_list": _mixer,
     "dataset_mixer_list_splits": _splits,
     "dataset_mixer_eval_list": _eval_mixer,
@@ -431,9 +435,9 @@ MAPPERS: dict[str, Mapper] = {
     "model_name_or_path": _set("model.path", convert=_one),
     "apply_verifiable_reward": _verifiable,
     "non_stop_penalty": _set("rlvr.non_stop_penalty", convert=_true),
-    "non_stop_penalty_value": _set("rlvr.non_stop_penalty_value", convert=lambda v: float(_one(v))),
-    "temperature": _set("grpo.temperature", convert=lambda v: float(_one(v))),
-    "vllm_top_p": _set("grpo.top_p", convert=lambda v: float(_one(v))),
+    "non_stop_penalty_value": _set("rlvr.non_stop_penalty_value", convert=_float),
+    "temperature": _set("grpo.temperature", convert=_float),
+    "vllm_top_p": _set("grpo.top_p", convert=_float),
     "total_episodes": _episodes,
     "per_device_train_batch_size": _set("grpo.ppo_micro_batch_size_per_gpu"),
     "num_mini_batches": _mini_batches,
@@ -441,12 +445,12 @@ MAPPERS: dict[str, Mapper] = {
     "vllm_tensor_parallel_size": _set("grpo.rollout_tensor_model_parallel_size"),
     "vllm_gpu_memory_utilization": _set(
         "grpo.gpu_memory_utilization",
-        convert=lambda v: float(_one(v)),
+        convert=_float,
         note=DIFFERS + "open-instruct's vLLM has GPUs of its own; verl's shares each GPU with "
         "training, so a high share can leave training too little memory",
     ),
     "lr_scheduler_type": _scheduler,
-    "warmup_ratio": _set("grpo.lr_warmup_steps_ratio", convert=lambda v: float(_one(v))),
+    "warmup_ratio": _set("grpo.lr_warmup_steps_ratio", convert=_float),
     "seed": _set("data.seed", note="seeds the validation split, data order and the trainers"),
     "local_eval_every": _set("grpo.test_freq", convert=_positive),
     "save_freq": _set("grpo.save_freq", convert=_positive),
@@ -464,24 +468,20 @@ MAPPERS: dict[str, Mapper] = {
     ),
     "apply_r1_style_format_reward": _format,
     "additive_format_reward": _additive,
-    "r1_style_format_reward": _set("rlvr.r1_style_format_reward", convert=lambda v: float(_one(v))),
-    "verification_reward": _set("rlvr.verification_reward", convert=lambda v: float(_one(v))),
+    "r1_style_format_reward": _set("rlvr.r1_style_format_reward", convert=_float),
+    "verification_reward": _set("rlvr.verification_reward", convert=_float),
     "remap_verifier": _remap,
     "max_length_verifier_max_length": _set("rlvr.max_length_verifier_max_length"),
-    "code_max_execution_time": _set(
-        "rlvr.code_max_execution_time", convert=lambda v: float(_one(v))
-    ),
-    "code_pass_rate_reward_threshold": _set(
-        "rlvr.code_pass_rate_reward_threshold", convert=lambda v: float(_one(v))
-    ),
+    "code_max_execution_time": _set("rlvr.code_max_execution_time", convert=_float),
+    "code_pass_rate_reward_threshold": _set("rlvr.code_pass_rate_reward_threshold", convert=_float),
     "code_apply_perf_penalty": _set("rlvr.code_apply_perf_penalty", convert=_true),
     "filter_zero_std_samples": _set(
         "grpo.filter_zero_std_samples",
         convert=_true,
         note="TRL only: verl 0.6.1's main_ppo cannot filter (those groups get no advantage)",
     ),
-    "clip_lower": _set("grpo.clip_ratio_low", convert=lambda v: float(_one(v))),
-    "clip_higher": _set("grpo.clip_ratio_high", convert=lambda v: float(_one(v))),
+    "clip_lower": _set("grpo.clip_ratio_low", convert=_float),
+    "clip_higher": _set("grpo.clip_ratio_high", convert=_float),
     "ground_truths_key": _ground_truths_key,
     "system_prompt_override_file": _system_prompt_file,
     # mason.py

@@ -154,13 +154,14 @@ def run_code_tests(
             env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
                  "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},  # no per-thread buffers
         )  # fmt: skip
-        answer = json.loads(proc.stdout)
     except subprocess.TimeoutExpired:
         return CodeRun([0] * n, [-1.0] * n, Counter(timeout=n))
-    except ValueError as exc:
-        raise RuntimeError(f"the code runner failed: {proc.stderr[-500:]}") from exc
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    try:
+        answer = json.loads(proc.stdout)
+    except ValueError as exc:
+        raise RuntimeError(f"the code runner failed: {proc.stderr[-500:]}") from exc
     cut = Counter(end for end in answer["ends"] if end in ("timeout", "memory", "output"))
     return CodeRun([int(r) for r in answer["results"]], [float(t) for t in answer["runtimes"]], cut)
 
