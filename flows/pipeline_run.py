@@ -326,7 +326,7 @@ def prepare_steps(run: PipelineRun, cfg: RunConfig) -> Any:
     """download → prepare (with the data report): the prepared data."""
     manifest = run.step("download", cached(download), cfg)
     val_manifest = None
-    if cfg.data.val_source:
+    if cfg.data.has_val_data:
         val_manifest = run.step("download[val]", cached(download), val_source_config(cfg))
     data = run.step("prepare", cached(prepare), cfg, manifest, val_manifest)
     run.record_data(manifest, data)

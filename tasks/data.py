@@ -20,7 +20,7 @@ from tasks.policies import BACKOFF, JITTER, retry_transient
 def _download_name() -> str:
     """`download[<source>]`, the source without credentials: Prefect keeps and shows the name."""
     cfg: RunConfig = task_run.parameters["cfg"]
-    return f"download[{strip_credentials(cfg.data.source)}]"
+    return f"download[{strip_credentials(cfg.data.label)}]"
 
 
 @task(

@@ -29,6 +29,7 @@ from typing import Any
 
 import judgeflow
 from judgeflow.config import RunConfig, judgeflow_home
+from judgeflow.config.inputs import MixerSource
 from judgeflow.config.redaction import strip_credentials
 from judgeflow.data.io import exists
 
@@ -108,6 +109,14 @@ def source_fingerprint(source: str, revision: str | None = None) -> list[dict[st
 
 
 def download_key(cfg: RunConfig) -> str:
+    if cfg.data.mixer:  # every source, split and listing
+        parts = [
+            [strip_credentials(p.source), p.revision, p.split,
+             source_fingerprint(p.source, p.revision)]
+            for p in cfg.data.mixer
+        ]  # fmt: skip
+        return "download-" + digest("mixer", parts)
+    assert cfg.data.source is not None  # DataConfig: a source or a mixer
     fingerprint = source_fingerprint(cfg.data.source, cfg.data.revision)
     source = strip_credentials(cfg.data.source)  # a key is kept: the data's name, no password
     return "download-" + digest(source, cfg.data.revision, fingerprint)
@@ -130,6 +139,8 @@ def prepare_identity(cfg: RunConfig) -> dict[str, Any]:
             "max_prompt_length": d.max_prompt_length if d.filter_overlong_prompts else None,
             # only when set: other runs keep their cache keys
             **({"system_prompt": d.system_prompt} if d.system_prompt is not None else {}),
+            **({"mixer": _mixer_identity(d.mixer, d.mixer_seed)} if d.mixer else {}),
+            **({"eval_mixer": _mixer_identity(d.eval_mixer, d.mixer_seed)} if d.eval_mixer else {}),
             # rows a trained judge pays (only when one does: other runs keep their cache keys)
             **(
                 {"judge_datasets": sorted({x.lower() for x in cfg.reward.judge_datasets})}
@@ -149,6 +160,11 @@ def prepare_identity(cfg: RunConfig) -> dict[str, Any]:
         "tokenizer": cfg.model.path if d.filter_overlong_prompts else None,
         "max_prompt_length": d.max_prompt_length if d.filter_overlong_prompts else None,
     }
+
+
+def _mixer_identity(mixer: list[MixerSource], seed: int) -> list[Any]:
+    """What of a mixer decides the rows taken (the files are the manifest's)."""
+    return [[repr(p.amount), p.split, dict(sorted(p.remap_verifier.items())), seed] for p in mixer]
 
 
 def model_version(path: str) -> str:

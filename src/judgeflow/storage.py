@@ -151,21 +151,55 @@ def credentials_out_of_errors() -> Iterator[None]:
         raise SourceError(f"{type(exc).__name__}: {strip_credentials(str(exc))}") from None
 
 
+#: Split names the Hub's file naming knows; a source whose files name none of them is all `train`.
+KNOWN_SPLITS = ("train", "training", "test", "testing", "validation", "valid", "val", "dev", "eval")
+
+
+def split_files(source: str, rel_paths: list[str], split: str) -> list[str]:
+    """The files of `split`: those with `split` as a word of their path, words parted by
+    `-._ /` and digits (`data/train-00000-of-00001.parquet`, `test.jsonl`, `train/part.json`), as
+    the Hub finds a split's files. A source none of whose files names a known split is one
+    `train` split, as open-instruct reads a local file."""
+    words = {rel: set(re.split(r"[-._ /0-9]+", rel.lower())) for rel in rel_paths}
+    if not any(w & set(KNOWN_SPLITS) for w in words.values()):
+        if split == "train":
+            return list(rel_paths)
+        raise SourceError(
+            f"{strip_credentials(source)}: no file names a split, so it is all `train`; "
+            f"split {split!r} is not there"
+        )
+    chosen = [rel for rel in rel_paths if split.lower() in words[rel]]
+    if not chosen:
+        named = sorted({w for ws in words.values() for w in ws & set(KNOWN_SPLITS)})
+        raise SourceError(
+            f"{strip_credentials(source)}: no file of split {split!r} (its files name: "
+            f"{', '.join(named)})"
+        )
+    return chosen
+
+
 def download(
     source: str,
     dest_dir: str | Path,
     *,
     revision: str | None = None,
+    split: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Manifest:
-    """Copy every data file of `source` into `dest_dir` (atomically) and write manifest.json."""
+    """Copy every data file of `source` (of `split` only, when given: `split_files`) into
+    `dest_dir` (atomically) and write manifest.json."""
     url = resolve_uri(source, revision)
     fs, root, files = list_data_files(url)
+    rels = {
+        (os.path.relpath(remote, root) if remote != root else Path(remote).name): remote
+        for remote in files
+    }
+    if split is not None:
+        rels = {rel: rels[rel] for rel in split_files(source, list(rels), split)}
     dest = Path(dest_dir)
     dest.mkdir(parents=True, exist_ok=True)
     entries = []
-    for i, remote in enumerate(files):
-        rel = os.path.relpath(remote, root) if remote != root else Path(remote).name
+    for i, (rel, remote) in enumerate(rels.items()):
         target = dest / rel
         with (
             credentials_out_of_errors(),
@@ -175,7 +209,7 @@ def download(
             digest = _copy_hashing(src, out)
         entries.append(ManifestFile(rel, digest, target.stat().st_size, count_rows(target)))
         if progress:
-            progress(i + 1, len(files))
+            progress(i + 1, len(rels))
     manifest = Manifest(
         source=source,
         revision=revision,

@@ -79,6 +79,16 @@ SWITCHES: dict[str, tuple[str, list[str]]] = {
         "what download fetches (pinned, kept apart)",
         ["tests/data/test_sources.py::test_data_revision_is_recorded_and_kept_apart"],
     ),
+    "data.mixer": (
+        "what download fetches and preparation takes, source by source",
+        [
+            "tests/data/test_mixer.py::test_a_mixture_trains_on_each_sources_amount_counted_by_source"
+        ],
+    ),
+    "data.eval_mixer": (
+        "a second download and preparation: the validation rows",
+        ["tests/data/test_mixer.py::test_an_eval_mixer_is_the_validation_rows"],
+    ),
     "data.val_source": (
         "a second download and preparation",
         [
@@ -315,6 +325,9 @@ def setups(key: str) -> list[tuple[str, list[str]]]:
         runs = [[*o, "sft.finetuning_type=lora"] for o in runs]
     if key in ("grpo.lora.alpha", "grpo.lora.target"):  # read with LoRA on
         runs = [[*o, "grpo.lora.rank=8"] for o in runs]
+    if key == "data.mixer_seed":  # read where a mixer takes part of a source
+        runs = [[*o, "data.source=null", 'data.mixer=[{"source": "a.jsonl", "amount": 0.5}]']
+                for o in runs]  # fmt: skip
     if key.startswith("reward."):  # read where a judge pays
         paid = PAID_BY_A_SERVED_JUDGE if key in SERVED_JUDGE_KEYS else PAID_BY_A_JUDGE
         recipes, runs = ["rlvr-judged"], [[*o, *paid] for o in runs]

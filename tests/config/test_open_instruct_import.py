@@ -108,8 +108,13 @@ def test_the_qwen_zero_and_llm_judge_scripts_map_their_own_settings() -> None:
     assert judge.keys["grpo.ppo_mini_batch_size"] == 8  # num_mini_batches' default: 1
     said = dict((f.name, why) for f, why in judge.unmapped)
     assert "LLM-judge verifiers are not built" in said["llm_judge_model"]
+    assert judge.keys["data.source"] is None  # 64 rows of one source: a mixer
+    assert judge.keys["data.mixer"] == [
+        {"source": "hf://datasets/hamishivi/virtuoussy_multi_subject_rlvr", "amount": 64,
+         "split": "train"}
+    ]  # fmt: skip
     differs = dict((f.name, how) for f, how in judge.differences)
-    assert "takes 64 rows of it" in differs["dataset_mixer_list"]
+    assert "evaluates on rows it also trains on" in differs["dataset_mixer_eval_list"]
 
 
 def test_parsing_handles_what_users_write() -> None:
@@ -140,15 +145,28 @@ def test_parsing_handles_what_users_write() -> None:
         ("dataset_mixer_list", ("a", "0.5", "b", "100")), ("some_new_flag", ("x",)),
     ]  # fmt: skip
     imported = import_script(script)
-    assert imported.keys["data.source"] == "hf://datasets/a"
+    assert imported.keys["data.source"] is None
+    assert imported.keys["data.mixer"] == [  # "0.5" a share, "100" rows: open-instruct's rule
+        {"source": "hf://datasets/a", "amount": 0.5, "split": "train"},
+        {"source": "hf://datasets/b", "amount": 100, "split": "train"},
+    ]
+    assert "data.eval_mixer" not in imported.keys  # no eval mixer: the preset's held-out split
     assert imported.keys["grpo.kl_loss_coef"] == 0.05
     [(flag, why)] = imported.unmapped
     assert flag.name == "some_new_flag" and "not a flag judgeflow's importer knows" in why
-    differs = {f.name: how for f, how in imported.differences}
-    assert (
-        "a share of 0.5" in differs["dataset_mixer_list"]
-        and "left out: b" in differs["dataset_mixer_list"]
+    splits = import_script(
+        "python open_instruct/grpo_fast.py --dataset_mixer_list a 1.0 b.jsonl 8 "
+        "--dataset_mixer_list_splits train test --dataset_mixer_eval_list c 1.0 d 0.5"
     )
+    assert [(p["source"], p["split"]) for p in splits.keys["data.mixer"]] == [
+        ("hf://datasets/a", "train"), ("b.jsonl", "test")]  # fmt: skip
+    assert splits.keys["data.val_source"] is None  # eval splits: grpo_fast's default, test
+    assert [p["split"] for p in splits.keys["data.eval_mixer"]] == ["test", "test"]
+    bad = import_script("python open_instruct/grpo_fast.py --dataset_mixer_list a 1.0 b 8 "
+                        "--dataset_mixer_list_splits train test validation")  # fmt: skip
+    said = {f.name: why for f, why in bad.unmapped}
+    assert "2 dataset(s) need one split or 2, got 3" in said["dataset_mixer_list"]
+    assert "data.mixer" not in bad.keys and "data.source" not in bad.keys
     with pytest.raises(ValueError, match="no `grpo_fast.py` command"):
         parse_script("python train.py --lr 1")
 

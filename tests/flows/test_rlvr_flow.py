@@ -1,10 +1,14 @@
 """rlvr end to end on CPU: the tiny profile's LLaMA-Factory SFT, GRPO with TRL paid by the
 verifiers (zero-variance groups skipped), the held-out evaluations and the champion gate, against
 real Prefect and MLflow servers. Shortened (`grpo.max_steps`): that the tiny run learns is the
-benchmark's to show across seeds (`benchmarks/demo.py seeds --modes rlvr`), not a test's."""
+benchmark's to show across seeds (`benchmarks/demo.py seeds --modes rlvr`), not a test's.
+
+The training rows come as open-instruct users bring them: a mixture (`data.mixer`) of two
+sources, the tiny task's animal questions and its number questions, each file its own source."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -19,8 +23,20 @@ def test_rlvr_pipeline_trains_evaluates_and_registers_a_policy(
     prefect_server: str, mlflow_server: str, judgeflow_home: Path
 ) -> None:
     from flows.rlvr import rlvr
+    from judgeflow.samples import sample_path
 
-    overrides = [f"tracking.tracking_uri={mlflow_server}", f"grpo.max_steps={STEPS}"]
+    rows = sample_path("rlvr/tinyrlvr.jsonl").read_text().splitlines()
+    sources = []
+    for verifier in ("string_matcher", "gsm8k"):
+        path = judgeflow_home / f"{verifier}.jsonl"
+        path.write_text("".join(f"{r}\n" for r in rows if json.loads(r)["dataset"] == verifier))
+        sources.append({"source": str(path), "amount": 1.0 if verifier == "gsm8k" else 100})
+    overrides = [
+        f"tracking.tracking_uri={mlflow_server}",
+        f"grpo.max_steps={STEPS}",
+        "data.source=null",
+        f"data.mixer={json.dumps(sources)}",
+    ]
     summary = rlvr(recipe="rlvr", profile="tiny", overrides=overrides)
 
     assert list(summary["stages"]) == [
@@ -32,6 +48,10 @@ def test_rlvr_pipeline_trains_evaluates_and_registers_a_policy(
     run = client.get_run(summary["mlflow_run_id"])
     assert run.info.status == "FINISHED"
     m = run.data.metrics
+    # every source of the mixture counted: 100 of the animal rows, all of the number rows
+    numbers = sum(json.loads(r)["dataset"] == "gsm8k" for r in rows)
+    assert m["data/mixer_00_rows_taken"] == 100 and m["data/mixer_01_rows_taken"] == numbers
+    assert m["data/rows_read"] == 100 + numbers
     # The held-out prompts (76), scored by the verifiers, overall and per verifier.
     for label in ("before", "sft", "after"):
         assert m[f"{label}/n"] == 76.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from judgeflow.config.section import Section
 
@@ -34,10 +34,57 @@ class GrrmDataConfig(Section):
     shuffle_augment: int = Field(4, ge=0, description="extra candidate orders per (sub)group")
 
 
+class MixerSource(Section):
+    """One dataset of a mixture, as open-instruct's `--dataset_mixer_list` names it (a name and an
+    amount) with its `--dataset_mixer_list_splits` split."""
+
+    source: str = Field(
+        ..., min_length=1, description="file://, hf://, s3://, sample:// URI or a local path"
+    )
+    amount: int | float = Field(
+        1.0,
+        gt=0,
+        description="a float is a share of the split's rows (1.0 all of them, 0.5 half, 3.0 each "
+        "row three times), an integer a row count (1 is one row): open-instruct's rule",
+    )
+    split: str = Field(
+        "train",
+        min_length=1,
+        pattern=r"^[A-Za-z0-9_]+$",
+        description="the files of this split (`train`, `test`, …: named by their file or folder "
+        "names, as the Hub names them); a source whose files name no split is all `train`",
+    )
+    revision: str | None = Field(None, description="dataset revision (hf:// commit or tag)")
+    remap_verifier: dict[str, str] = Field(
+        default_factory=dict,
+        description="this source's rows only: `dataset` name -> verifier, before rlvr.remap_verifier",
+    )
+
+
 class DataConfig(Section):
     """Where the training data comes from and how it is prepared."""
 
-    source: str = Field(..., description="file://, hf://, s3://, sample:// URI or a local path")
+    source: str | None = Field(
+        None,
+        description="file://, hf://, s3://, sample:// URI or a local path (or data.mixer)",
+    )
+    mixer: list[MixerSource] | None = Field(
+        None,
+        min_length=1,
+        description="rlvr: several sources, each an amount of one split, trained on together "
+        "(open-instruct's --dataset_mixer_list); in place of data.source",
+    )
+    eval_mixer: list[MixerSource] | None = Field(
+        None,
+        min_length=1,
+        description="rlvr: the validation rows as a mixture (open-instruct's "
+        "--dataset_mixer_eval_list); in place of data.val_source",
+    )
+    mixer_seed: int = Field(
+        42,
+        description="which rows a mixer amount below a whole copy takes (open-instruct's "
+        "--dataset_config_seed)",
+    )
     revision: str | None = Field(None, description="dataset revision (hf:// commit or tag)")
     val_source: str | None = Field(None, description="separate validation source; else split")
     format: Literal["auto", "openjudge", "rewardbench2"] = Field(
@@ -79,4 +126,50 @@ class DataConfig(Section):
     shards: int = Field(1, ge=1, description="fan preparation out over this many Ray tasks")
     ray_address: str | None = Field(
         None, description="Ray cluster for sharded preparation; local if unset"
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DataConfig:
+        if (self.source is None) == (self.mixer is None):
+            raise ValueError(
+                "data.mixer is in place of data.source: set data.source: null with a mixer "
+                "(a preset's source)"
+                if self.mixer
+                else "set data.source (or data.mixer): the data to train on"
+            )
+        if self.val_source is not None and self.eval_mixer is not None:
+            raise ValueError(
+                "data.eval_mixer is in place of data.val_source: set data.val_source: null"
+            )
+        from judgeflow.config.redaction import has_url_credentials
+
+        for name, mix in (("mixer", self.mixer), ("eval_mixer", self.eval_mixer)):
+            for i, part in enumerate(mix or ()):
+                if has_url_credentials(part.source):
+                    raise ValueError(
+                        f"data.{name}[{i}].source holds credentials, which a mixer does not "
+                        "keep out of logs: give the URL without them and the credentials in "
+                        "the environment (AWS_* for s3://, HF_TOKEN for hf://)"
+                    )
+        return self
+
+    @property
+    def has_val_data(self) -> bool:
+        """Validation rows come from data.val_source or data.eval_mixer, not a split."""
+        return self.val_source is not None or self.eval_mixer is not None
+
+    @property
+    def label(self) -> str:
+        """The data as runs and tasks name it: the source, or the mixture's sources."""
+        return self.source or mixer_label(self.mixer or [])
+
+
+def mixer_label(mixer: list[MixerSource]) -> str:
+    """`a 1.0 + b 64`: each source with its amount (and its split when not train)."""
+    from judgeflow.config.redaction import strip_credentials
+
+    return " + ".join(
+        f"{strip_credentials(p.source)} {p.amount}"
+        + (f" [{p.split}]" if p.split != "train" else "")
+        for p in mixer
     )

@@ -79,7 +79,15 @@ ONLY_READ_BY: dict[str, tuple[str, ...]] = {
     # GRRM's columns and augmentation, and its sharded preparation on Ray
     "grrm": ("data.grrm", "data.shards", "data.ray_address"),
     # a policy's verifiable reward (`judgeflow.rewards.rlvr`)
-    "rlvr": ("rlvr", "reward", "data.val_fraction", "data.system_prompt"),
+    "rlvr": (
+        "rlvr",
+        "reward",
+        "data.val_fraction",
+        "data.system_prompt",
+        "data.mixer",
+        "data.eval_mixer",
+        "data.mixer_seed",
+    ),
     # sbatch and the Ray cluster of an allocation; the local backend runs one process here
     "slurm": tuple(
         f"cluster.{key}"
@@ -140,6 +148,11 @@ def ignored_keys(cfg: RunConfig, keys: Iterable[str]) -> list[str]:
                 )
         if unused := _lora_unused(cfg, key):
             reasons.append(unused)
+        if key == "data.mixer_seed" and not (cfg.data.mixer or cfg.data.eval_mixer):
+            reasons.append(
+                "data.mixer_seed applies only with data.mixer or data.eval_mixer (this run has "
+                "neither) and is ignored"
+            )
     return reasons
 
 

@@ -267,42 +267,50 @@ def _kl(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
     return {"grpo.kl_loss_type": _KL[word]}, "verl's name for the same estimator"
 
 
-def _mixer(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    pairs = list(zip(flag.values[::2], flag.values[1::2], strict=False))
-    if not pairs or len(flag.values) % 2:
+def _pairs(flag: Flag) -> list[tuple[str, int | float]]:
+    """`name amount name amount …`, each amount as open-instruct reads it: with a `.` a share,
+    else a row count."""
+    if not flag.values or len(flag.values) % 2:
         raise ValueError("expected dataset and amount pairs")
-    name, amount = pairs[0]
-    seen["train_dataset"] = name
-    notes = []
-    if "." not in amount or float(amount) != 1.0:  # an integer is a row count ("1": one row)
-        share = f"{amount} rows" if "." not in amount else f"a share of {amount}"
-        notes.append(f"open-instruct takes {share} of it; judgeflow trains on every row (no "
-                     "data.mixer yet)")  # fmt: skip
-    if len(pairs) > 1:
-        rest = ", ".join(n for n, _ in pairs[1:])
-        notes.append(f"several datasets need data.mixer (not built): only the first is used, "
-                     f"left out: {rest}")  # fmt: skip
-    return {"data.source": _source(name)}, (DIFFERS + "; ".join(notes)) if notes else ""
+    pairs = []
+    for name, amount in zip(flag.values[::2], flag.values[1::2], strict=True):
+        try:
+            pairs.append((name, float(amount) if "." in amount else int(amount)))
+        except ValueError:
+            raise ValueError(f"{name}: amount {amount!r} is not a number") from None
+    return pairs
 
 
-def _eval_mixer(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    name = flag.values[0] if flag.values else ""
-    if name and name != seen.get("train_dataset"):
-        return {"data.val_source": _source(name)}, (
-            DIFFERS + "its rows are the validation rows, read from its train split (open-instruct "
-            "reads --dataset_mixer_eval_list_splits, test by default)"
-        )
+def _mixer(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    seen[flag.name] = _pairs(flag)
     return {}, (
-        DIFFERS + "open-instruct evaluates on the first rows of the training data, which it also "
-        "trains on; judgeflow holds validation out by prompt instead (data.val_fraction of the "
-        "preset)"
+        "each dataset its amount (a float a share, an integer rows) and split: data.mixer "
+        "(one whole train split: data.source)"
     )
 
 
-def _splits(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    if any(split != "train" for split in flag.values):
-        raise ValueError("judgeflow reads a Hub dataset's train split; name a file for another")
-    return {}, "the train split, as judgeflow reads a Hub dataset"
+def _eval_mixer(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    seen[flag.name] = _pairs(flag)
+    return {}, "data.eval_mixer: the validation rows, each dataset its amount and split"
+
+
+def _splits(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    seen[flag.name] = flag.values
+    return {}, "each dataset's split (data.mixer / data.eval_mixer)"
+
+
+def _mixture(pairs: list[tuple[str, int | float]], splits: tuple[str, ...]) -> list[dict[str, Any]]:
+    """`data.mixer` entries: one split names every dataset's, else one split per dataset."""
+    if len(splits) != 1 and len(splits) != len(pairs):
+        raise ValueError(
+            f"{len(pairs)} dataset(s) need one split or {len(pairs)}, got {len(splits)}"
+        )
+    return [
+        {"source": _source(name), "amount": amount, "split": split}
+        for (name, amount), split in zip(
+            pairs, splits * len(pairs) if len(splits) == 1 else splits, strict=True
+        )
+    ]
 
 
 def _format(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -417,6 +425,7 @@ MAPPERS: dict[str, Mapper] = {
     "dataset_mixer_list_splits": _splits,
     "dataset_mixer_eval_list": _eval_mixer,
     "dataset_mixer_eval_list_splits": _splits,
+    "dataset_config_seed": _set("data.mixer_seed"),
     "max_token_length": _set(
         "data.filter_overlong_prompts",
         convert=lambda v: True,
@@ -514,6 +523,9 @@ OPEN_INSTRUCT_DEFAULTS: dict[str, tuple[str, ...]] = {
     "apply_r1_style_format_reward": ("false",),
     "r1_style_format_reward": ("1.0",),
     "additive_format_reward": ("false",),
+    "dataset_mixer_list": ("ai2-adapt-dev/rlvr_gsm8k_zs", "1.0"),
+    "dataset_mixer_list_splits": ("train",),
+    "dataset_mixer_eval_list_splits": ("test",),
     "verification_reward": ("10.0",),
     "non_stop_penalty": ("false",),
     "non_stop_penalty_value": ("0.0",),
@@ -572,6 +584,55 @@ def _derived(out: Imported, seen: dict[str, Any]) -> None:
         out.keys["grpo.max_steps"] = max(1, seen["total_episodes"] // (prompts * samples))
     if "eval_response_length" in seen:
         out.keys["evaluation.max_new_tokens"] = seen["eval_response_length"]
+    _data_keys(out, seen)
+
+
+def _data_keys(out: Imported, seen: dict[str, Any]) -> None:
+    """The data keys of the mixer flags: one whole train split is `data.source`, anything else
+    `data.mixer`; an eval mixer of the training data itself leaves validation held out."""
+    if "dataset_mixer_list" not in seen or "dataset_mixer_list_splits" not in seen:
+        return  # a flag's variable is unset: said, and the preset's data kept
+    try:
+        train = _mixture(seen["dataset_mixer_list"], seen["dataset_mixer_list_splits"])
+        evals = None
+        if "dataset_mixer_eval_list" in seen and "dataset_mixer_eval_list_splits" in seen:
+            evals = _mixture(
+                seen["dataset_mixer_eval_list"], seen["dataset_mixer_eval_list_splits"]
+            )
+    except ValueError as exc:  # the splits do not pair with the datasets
+        for i, (flag, _, _) in reversed(list(enumerate(out.mapped))):
+            if flag.name.startswith("dataset_mixer"):
+                out.unmapped.append((flag, str(exc)))
+                del out.mapped[i]
+        return
+    if len(train) == 1 and train[0]["amount"] == 1.0 and train[0]["split"] == "train":
+        keys: dict[str, Any] = {"data.source": train[0]["source"]}
+    else:
+        keys = {"data.source": None, "data.mixer": train}
+    differs = ""
+    if evals is not None:
+        trained_on = {(p["source"], p["split"]) for p in train}
+        if {(p["source"], p["split"]) for p in evals} <= trained_on:
+            differs = (
+                "open-instruct evaluates on rows it also trains on (its eval mixer names the "
+                "training data); judgeflow holds validation out by prompt instead "
+                "(data.val_fraction)"
+            )
+        elif len(evals) == 1 and evals[0]["amount"] == 1.0 and evals[0]["split"] == "train":
+            keys["data.val_source"] = evals[0]["source"]
+        else:
+            keys |= {"data.val_source": None, "data.eval_mixer": evals}
+    out.keys.update(keys)
+    validation = ("data.val_source", "data.eval_mixer")
+    for i, (flag, _, note) in enumerate(out.mapped):  # the mixer flags show the keys they made
+        if flag.name == "dataset_mixer_list":
+            made = {k: v for k, v in keys.items() if k not in validation}
+            out.mapped[i] = (flag, made, note)
+        elif flag.name == "dataset_mixer_eval_list":
+            made = {k: v for k, v in keys.items() if k in validation}
+            out.mapped[i] = (flag, made, DIFFERS + differs if differs else note)
+            if differs:
+                out.differences.append((flag, differs))
 
 
 def recipe_yaml(imported: Imported, *, base: str, source: str) -> str:

@@ -82,6 +82,11 @@ with warnings.catch_warnings():
         def _check(self) -> RunConfig:
             if self.data.balance_positions and self.mode != "pairwise":
                 raise ValueError("data.balance_positions only applies to mode=pairwise")
+            if (self.data.mixer or self.data.eval_mixer) and self.mode != "rlvr":
+                raise ValueError(
+                    "data.mixer / data.eval_mixer mix policy (rlvr) data; a judge's data is one "
+                    f"data.source and data.val_source (this recipe trains mode={self.mode})"
+                )
             if (
                 self.engine == "verl"
                 and self.cluster.backend == "local"

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 import judgeflow
@@ -51,7 +52,15 @@ from judgeflow.rewards.rlvr.verifiers import (
     resolve,
 )
 
-__all__ = ["RlvrExample", "RlvrRead", "prepare_rlvr", "read_rlvr", "rlvr_prompt_hash"]
+__all__ = [
+    "MixPart",
+    "RlvrExample",
+    "RlvrRead",
+    "mixer_rows",
+    "prepare_rlvr",
+    "read_rlvr",
+    "rlvr_prompt_hash",
+]
 
 REPORT_SCHEMA_VERSION = 1
 MAX_LISTED_DROPS = 100
@@ -71,10 +80,39 @@ class RlvrExample:
     #: the question (the row's `query`, else the prompt's last user turn) and, for a GRRM
     #: judge, the row's `source_lang` / `target_lang`. None for a row only verifiers pay.
     judge_input: tuple[str, str | None, str | None] | None = None
+    #: The mixer source the row came from (`MixPart.name`); None outside a mixture.
+    part: str | None = None
 
     @property
     def prompt_hash(self) -> str:
         return rlvr_prompt_hash(self.messages)
+
+
+@dataclass(frozen=True)
+class MixPart:
+    """One source of a mixture (`data.mixer`): the files of its split, the amount taken of them
+    (`mixer_rows`) and its own verifier remap, applied over the run's."""
+
+    name: str  # how the report names it: the source, and its split when not train
+    paths: tuple[str, ...]
+    amount: int | float
+    seed: int = 42
+    remap_verifier: Mapping[str, str] = field(default_factory=dict)
+
+
+def mixer_rows(available: int, amount: int | float, seed: int) -> list[int]:
+    """Which of `available` rows a mixer amount takes, as open-instruct's `DatasetConfig` does:
+    the target is `amount` rows (an int) or `int(amount * available)` (a float); every row once per
+    whole multiple of `available`, in order, then the rest drawn without replacement by
+    `numpy.random.RandomState(seed)`."""
+    target = amount if isinstance(amount, int) else int(amount * available)
+    if available == 0:
+        return []
+    whole, extra = divmod(target, available)
+    rows = list(range(available)) * whole
+    if extra:
+        rows += np.random.RandomState(seed).choice(available, size=extra, replace=False).tolist()
+    return rows
 
 
 @dataclass
@@ -87,6 +125,8 @@ class RlvrRead:
     dropped: list[DroppedRow] = field(default_factory=list)
     inputs: list[InputSummary] = field(default_factory=list)
     unknown_verifiers: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    #: Per mixer source: its rows, the amount asked and the rows taken (`mixer_rows`).
+    mixer: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _UnknownVerifier(_Invalid):
@@ -212,6 +252,7 @@ def _example(
     remap: Mapping[str, str] | None,
     judge_datasets: frozenset[str] = frozenset(),
     system_prompt: str | None = None,
+    part: str | None = None,
 ) -> RlvrExample:
     if isinstance(record, RowIssue):
         raise _Invalid(record.field, record.message)
@@ -259,40 +300,55 @@ def _example(
         tuple(labels),
         origin,
         _judge_input(record, messages) if judged else None,
+        part,
     )
 
 
 def read_rlvr(
-    inputs: PathLike | Sequence[PathLike],
+    inputs: PathLike | MixPart | Sequence[PathLike | MixPart],
     *,
     remap_verifier: Mapping[str, str] | None = None,
     skip_invalid: bool = False,
     judge_datasets: Sequence[str] = (),
     system_prompt: str | None = None,
 ) -> RlvrRead:
-    """Read and check RLVR rows from one or more files; a dataset in `judge_datasets` is paid
-    by a trained judge (its ground truth is the reference answer); with `system_prompt` every
-    prompt has it as its system turn (`with_system_prompt`)."""
+    """Read and check RLVR rows from one or more files, or mixer sources (`MixPart`: the rows
+    `mixer_rows` takes, each as often as taken); a dataset in `judge_datasets` is paid by a trained
+    judge (its ground truth is the reference answer); with `system_prompt` every prompt has it as
+    its system turn (`with_system_prompt`)."""
     routed = frozenset(d.lower() for d in judge_datasets)
-    paths = [inputs] if isinstance(inputs, str | os.PathLike) else list(inputs)
+    paths = [inputs] if isinstance(inputs, str | os.PathLike | MixPart) else list(inputs)
     if not paths:
         raise DataError("no input files given")
     result = RlvrRead()
     issues: list[RowIssue] = []
     for path in paths:
-        name = os.fspath(path)
+        remap, part = remap_verifier, None
+        if isinstance(path, MixPart):
+            name, part = path.name, path.name
+            remap = {**(remap_verifier or {}), **path.remap_verifier}
+            records = [(os.fspath(f), row, rec) for f in path.paths for row, rec in iter_records(f)]
+            taken = mixer_rows(len(records), path.amount, path.seed)
+            result.mixer.append(
+                {"source": path.name, "amount": path.amount, "rows_available": len(records),
+                 "rows_taken": len(taken), "upsampled": len(taken) > len(records)}
+            )  # fmt: skip
+            selected: Any = (records[i] for i in taken)
+        else:
+            name = os.fspath(path)
+            selected = ((name, row, rec) for row, rec in iter_records(name))
         rows_read = used = 0
-        for row, record in iter_records(name):
+        for file, row, record in selected:
             rows_read += 1
             try:
                 example = _example(
-                    record, Origin(file=name, row=row), remap_verifier, routed, system_prompt
+                    record, Origin(file=file, row=row), remap, routed, system_prompt, part
                 )
             except _Invalid as exc:
                 if isinstance(exc, _UnknownVerifier):
-                    result.unknown_verifiers.setdefault(exc.name, []).append((name, row))
-                issues.append(RowIssue(name, row, exc.field, exc.message))
-                result.dropped.append(DroppedRow(name, row, "invalid", exc.message, exc.field))
+                    result.unknown_verifiers.setdefault(exc.name, []).append((file, row))
+                issues.append(RowIssue(file, row, exc.field, exc.message))
+                result.dropped.append(DroppedRow(file, row, "invalid", exc.message, exc.field))
                 continue
             result.examples.append(example)
             used += 1
@@ -335,6 +391,24 @@ def _drop_overlong(read: RlvrRead, tokenizer: Any, limit: int) -> int:
     dropped = len(read.examples) - len(kept)
     read.examples = kept
     return dropped
+
+
+def _mixer_report(read: RlvrRead) -> dict[str, Any]:
+    """Per mixer source: rows available, asked, taken and kept; and the prompts that two sources
+    share (trained on as often as each source gives them; validation never holds one)."""
+    kept = Counter(ex.part for ex in read.examples)
+    sources = [{**entry, "rows_kept": kept[entry["source"]]} for entry in read.mixer]
+    by_prompt: dict[str, set[str]] = {}
+    for ex in read.examples:
+        by_prompt.setdefault(ex.prompt_hash, set()).add(str(ex.part))
+    shared = Counter(" & ".join(sorted(parts)) for parts in by_prompt.values() if len(parts) > 1)
+    return {
+        "sources": sources,
+        "shared_prompts": {
+            "total": sum(shared.values()),
+            "by_sources": dict(sorted(shared.items())),
+        },
+    }
 
 
 def split_val(examples: Sequence[RlvrExample], val_fraction: float, seed: int) -> list[bool]:
@@ -416,7 +490,7 @@ def to_verl_row(example: RlvrExample, split: str, index: int) -> dict[str, Any]:
 
 
 def prepare_rlvr(
-    inputs: PathLike | Sequence[PathLike],
+    inputs: PathLike | MixPart | Sequence[PathLike | MixPart],
     output: PathLike,
     *,
     val_fraction: float = 0.0,
@@ -475,6 +549,8 @@ def prepare_rlvr(
             "verifiers": dict(sorted(Counter(v for ex in members for v in ex.verifiers).items())),
             "sha256": hashlib.sha256(payloads[-1][1]).hexdigest(),
         }
+        if read.mixer:
+            split_reports[split]["sources"] = dict(Counter(ex.part for ex in members))
     reasons = Counter(d.reason for d in read.dropped)
     report = {
         "schema_version": REPORT_SCHEMA_VERSION,
@@ -514,6 +590,8 @@ def prepare_rlvr(
         },
         "splits": {"train": split_reports["train"], "val": split_reports.get("val")},
     }
+    if read.mixer:
+        report["mixer"] = _mixer_report(read)
     stale_val = "val" not in split_reports and exists(val_path)
     report["removed_stale_files"] = [val_path] if stale_val else []
     text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"

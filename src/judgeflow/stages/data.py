@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judgeflow.caching import prepare_identity, sft_system_prompt
 from judgeflow.config import RunConfig
+from judgeflow.config.inputs import MixerSource, mixer_label
 from judgeflow.config.redaction import strip_credentials
 from judgeflow.stages.common import (
     GrrmData,
@@ -22,10 +24,11 @@ from judgeflow.stages.common import (
     local_manifest,
     store_for,
 )
-from judgeflow.storage import Manifest, SourceError, download
+from judgeflow.storage import Manifest, SourceError, download, write_json
 
 if TYPE_CHECKING:
     from judgeflow.data import GrrmPrepareResult
+    from judgeflow.data.rlvr import MixPart
 
 
 def download_stage(cfg: RunConfig, progress: Progress | None = None) -> Manifest:
@@ -36,6 +39,9 @@ def download_stage(cfg: RunConfig, progress: Progress | None = None) -> Manifest
     """
     from judgeflow.caching import digest, source_fingerprint
 
+    if cfg.data.mixer:
+        return _download_mixture(cfg, cfg.data.mixer, progress)
+    assert cfg.data.source is not None  # DataConfig: a source or a mixer
     fingerprint = digest(source_fingerprint(cfg.data.source, cfg.data.revision))
     key = _short_hash(strip_credentials(cfg.data.source), cfg.data.revision or "", fingerprint)
     store = store_for(cfg)
@@ -46,12 +52,66 @@ def download_stage(cfg: RunConfig, progress: Progress | None = None) -> Manifest
     return manifest
 
 
+def _download_mixture(
+    cfg: RunConfig, mixer: list[MixerSource], progress: Progress | None
+) -> Manifest:
+    """Every mixer source's split into its own folder (`00/`, `01/`, … in mixer order) of one
+    manifest, keyed by the sources, revisions, splits and listing fingerprints."""
+    from judgeflow.caching import digest, source_fingerprint
+
+    parts = [
+        [strip_credentials(p.source), p.revision or "", p.split,
+         digest(source_fingerprint(p.source, p.revision))]
+        for p in mixer
+    ]  # fmt: skip
+    key = _short_hash("mixer", json.dumps(parts))
+    store = store_for(cfg)
+    dest = store.local_dir("sources", key)
+    files = []
+    for i, part in enumerate(mixer):
+        got = download(part.source, dest / f"{i:02d}", revision=part.revision, split=part.split)
+        files += [replace(f, path=f"{i:02d}/{f.path}") for f in got.files]
+        if progress:
+            progress(i + 1, len(mixer))
+    manifest = Manifest(
+        mixer_label(mixer), None, str(dest), files, datetime.now(UTC).isoformat(timespec="seconds")
+    )
+    write_json(dest / "manifest.json", manifest.to_dict())
+    if not store.is_local:
+        manifest = replace(manifest, uri=store.publish(dest, "sources", key))
+    return manifest
+
+
+def mixture_parts(cfg: RunConfig, mixer: list[MixerSource], manifest: Manifest) -> list[MixPart]:
+    """The mixer sources of a (local) mixture manifest, each with the files of its folder."""
+    from judgeflow.data.rlvr import MixPart
+
+    return [
+        MixPart(
+            name=mixer_label([part]),
+            paths=tuple(
+                str(Path(manifest.local_dir) / f.path)
+                for f in manifest.files
+                if f.path.startswith(f"{i:02d}/")
+            ),
+            amount=part.amount,
+            seed=cfg.data.mixer_seed,
+            remap_verifier=part.remap_verifier,
+        )
+        for i, part in enumerate(mixer)
+    ]
+
+
 def val_source_config(cfg: RunConfig) -> RunConfig:
-    """`cfg` with `data.val_source` as the source: the validation data is downloaded and
-    manifested like the training data (a revision pins only `data.source`)."""
-    if not cfg.data.val_source:
-        raise ValueError("no data.val_source is set")
-    data = cfg.data.model_copy(update={"source": cfg.data.val_source, "revision": None})
+    """`cfg` with `data.val_source` (or `data.eval_mixer`) as the source: the validation data is
+    downloaded and manifested like the training data (a revision pins only `data.source`)."""
+    if cfg.data.eval_mixer:
+        update: dict[str, Any] = {"source": None, "mixer": cfg.data.eval_mixer}
+    elif cfg.data.val_source:
+        update = {"source": cfg.data.val_source, "mixer": None}
+    else:
+        raise ValueError("no data.val_source or data.eval_mixer is set")
+    data = cfg.data.model_copy(update={**update, "revision": None, "eval_mixer": None})
     return cfg.model_copy(update={"data": data})
 
 
@@ -82,9 +142,9 @@ def prepare_stage(
     manifest = local_manifest(cfg, manifest)
     val_manifest = local_manifest(cfg, val_manifest) if val_manifest else None
 
-    def run(m: Manifest, output: Path, **overrides: Any) -> Any:
+    def run(m: Manifest, output: Path, mixer: list[MixerSource] | None, **overrides: Any) -> Any:
         return prepare(
-            [str(p) for p in m.paths],
+            mixture_parts(cfg, mixer, m) if mixer else [str(p) for p in m.paths],
             str(output),
             tokenizer=tokenizer,
             max_prompt_length=cfg.data.max_prompt_length if tokenizer else None,
@@ -92,17 +152,18 @@ def prepare_stage(
         )
 
     if val_manifest is None:
-        result = run(manifest, out_dir / f"{cfg.mode}.parquet")
+        result = run(manifest, out_dir / f"{cfg.mode}.parquet", cfg.data.mixer)
         val_file = str(result.val_path) if result.val_path else None
         report = result.report
     else:
         from judgeflow.data import atomic_write_text, judge_prompt_units, prompt_duplicates
 
-        result = run(manifest, out_dir / f"{cfg.mode}.parquet", val_fraction=0.0)
+        result = run(manifest, out_dir / f"{cfg.mode}.parquet", cfg.data.mixer, val_fraction=0.0)
         judge_only = {"both_orders": mode == "pairwise", "balance_positions": False}
         val = run(  # a pairwise judge is evaluated on both A/B orders: balanced by construction
             val_manifest,
             out_dir / "val_source" / f"{cfg.mode}.parquet",
+            cfg.data.eval_mixer,
             val_fraction=0.0,
             **(judge_only if mode != "rlvr" else {}),
         )
@@ -136,6 +197,8 @@ def _prepare_params(cfg: RunConfig) -> dict[str, Any]:
     params = prepare_identity(cfg)
     for passed_separately in ("mode", "tokenizer", "max_prompt_length"):
         params.pop(passed_separately)
+    for in_the_inputs in ("mixer", "eval_mixer"):  # `mixture_parts`
+        params.pop(in_the_inputs, None)
     return params
 
 
@@ -143,7 +206,7 @@ def sft_source_config(cfg: RunConfig) -> RunConfig:
     """`cfg` with `data.source` pointing at the SFT source, so `download` fetches it."""
     if not cfg.sft.source:
         raise ValueError("sft.source is not set")
-    data = cfg.data.model_copy(update={"source": cfg.sft.source, "revision": None})
+    data = cfg.data.model_copy(update={"source": cfg.sft.source, "mixer": None, "revision": None})
     return cfg.model_copy(update={"data": data})
 
 

@@ -59,8 +59,14 @@ def record_data(tracker: Tracker, cfg: RunConfig, manifest: Manifest, data: Prep
         rows = {**rows, "val": sum(val_rows.values())}
     dropped = data.report["dropped"]["by_reason"]
     duplicates = _duplicate_counts(data.report.get("duplicates") or {})
+    mixed = _mixer_counts(data.report)
     tracker.log_metrics(
-        {f"data/rows_{split}": n for split, n in rows.items()}
+        {
+            f"data/mixer_{i:02d}_{what}": n
+            for i, (_, counts) in enumerate(mixed)
+            for what, n in counts.items()
+        }
+        | {f"data/rows_{split}": n for split, n in rows.items()}
         | {f"data/examples_{split}": n for split, n in examples.items()}
         | {f"data/dropped_{why}": n for why, n in dropped.items()}
         | {f"data/duplicates_{where}": n for where, n in duplicates.items()}
@@ -72,7 +78,22 @@ def record_data(tracker: Tracker, cfg: RunConfig, manifest: Manifest, data: Prep
         + [{"what": f"rows written ({split})", "count": n} for split, n in rows.items()]
         + [{"what": f"dropped: {why}", "count": n} for why, n in dropped.items()]
         + [{"what": f"duplicate prompts: {w}", "count": n} for w, n in duplicates.items()]
+        + [
+            {"what": f"{name}: {what.replace('_', ' ')}", "count": n}
+            for name, counts in mixed
+            for what, n in counts.items()
+        ]
     )
+
+
+def _mixer_counts(report: dict[str, Any]) -> list[tuple[str, dict[str, int]]]:
+    """Per mixer source (training, then validation rows): rows available, taken and kept."""
+    out = []
+    for where, section in (("", report), ("validation: ", report.get("val_source") or {})):
+        for source in (section.get("mixer") or {}).get("sources", []):
+            counts = {k: source[k] for k in ("rows_available", "rows_taken", "rows_kept")}
+            out.append((where + source["source"], counts))
+    return out
 
 
 def _record_manifest(tracker: Tracker, cfg: RunConfig, manifest: Manifest) -> None:
@@ -80,7 +101,7 @@ def _record_manifest(tracker: Tracker, cfg: RunConfig, manifest: Manifest) -> No
     tracker.log_dict(manifest.to_dict(), "data/manifest.json")
     tracker.set_tags(
         {
-            "judgeflow.data.source": cfg.data.source,
+            "judgeflow.data.source": cfg.data.label,
             "judgeflow.data.manifest_hash": manifest.content_hash,
         }
     )
