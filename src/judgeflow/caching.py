@@ -139,6 +139,11 @@ def prepare_identity(cfg: RunConfig) -> dict[str, Any]:
             "max_prompt_length": d.max_prompt_length if d.filter_overlong_prompts else None,
             # only when set: other runs keep their cache keys
             **({"system_prompt": d.system_prompt} if d.system_prompt is not None else {}),
+            **(
+                {"chat_template": d.chat_template_jinja}
+                if d.chat_template_jinja is not None and d.filter_overlong_prompts
+                else {}
+            ),
             **({"mixer": _mixer_identity(d.mixer, d.mixer_seed)} if d.mixer else {}),
             **({"eval_mixer": _mixer_identity(d.eval_mixer, d.mixer_seed)} if d.eval_mixer else {}),
             # rows a trained judge pays (only when one does: other runs keep their cache keys)

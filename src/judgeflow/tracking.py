@@ -29,7 +29,7 @@ from judgeflow.config.redaction import (
 from judgeflow.config.secrets import MLFLOW_CREDENTIAL_ENV
 
 _METRIC_NAME = re.compile(r"[^\w\-. /:]")
-_MAX_PARAM = 6000
+MAX_PARAM = 6000
 _BATCH = 900
 
 logger = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class Tracker:
     def log_params(self, params: Mapping[str, Any]) -> None:
         """Values as text, every URL in them without its credentials (as in `set_tags` and
         `log_dict`: whatever a stage passes, MLflow keeps no user:password@ or ?token=)."""
-        items = [Param(k, strip_credentials(str(v))[:_MAX_PARAM]) for k, v in params.items()]
+        items = [Param(k, strip_credentials(str(v))[:MAX_PARAM]) for k, v in params.items()]
         for i in range(0, len(items), 100):
             self.client.log_batch(self.run_id, params=items[i : i + 100])
 

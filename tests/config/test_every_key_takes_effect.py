@@ -247,6 +247,7 @@ SPECIAL = {  # a valid changed value where the generic rule would not give one
     "grpo.extra_overrides": ["trainer.balance_batch=false"],
     "grpo.trl_extra": {"weight_decay": 0.01},
     "grpo.stop_strings": ["</answer>"],
+    "data.chat_template": "zephyr",
     "sft.extra": {"weight_decay": 0.01},
     "tracking.wandb.project": "judgeflow",  # verl's W&B project is the MLflow experiment
     "tracking.wandb.tags": ["nightly"],

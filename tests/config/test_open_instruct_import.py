@@ -84,8 +84,8 @@ def test_the_tulu_script_gives_the_rlvr_preset_it_was_mapped_from(tmp_path: Path
     assert keys["grpo.kl_loss_coef"] == 0.01 and keys["grpo.kl_loss_type"] == "low_var_kl"
     assert keys["data.source"] == "hf://datasets/allenai/RLVR-GSM-MATH-IF-Mixed-Constraints"
     assert keys["model.path"] == "allenai/Llama-3.1-Tulu-3-8B-DPO" and keys["grpo.test_freq"] == 20
+    assert keys["data.chat_template"] == "tulu"  # the preset's, now a key
     text = recipe.read_text()
-    assert "--chat_template_name tulu: no key yet" in text  # said, not dropped
     assert f"{BEFORE} source configs/beaker_configs/ray_node_setup.sh" in text
 
 
@@ -97,6 +97,13 @@ def test_the_qwen_zero_and_llm_judge_scripts_map_their_own_settings() -> None:
     assert zero["grpo.ppo_mini_batch_size"] == 48 and zero["data.max_response_length"] == 4096
     unmapped = dict((f.name, why) for f, why in import_script(QWEN_ZERO.read_text()).unmapped)
     assert "constant and cosine, not 'linear'" in unmapped["lr_scheduler_type"]
+    assert import_script(QWEN_ZERO.read_text()).keys["data.chat_template"] == (
+        "r1_simple_chat_postpend_think"
+    )
+    olmo = import_script("python open_instruct/grpo_fast.py --chat_template_name olmo_thinker")
+    said = dict((f.name, why) for f, why in olmo.unmapped)
+    assert "no template 'olmo_thinker'" in said["chat_template_name"]
+    assert "data.chat_template" not in olmo.keys
     judge = import_script(LLM_JUDGE.read_text())
     assert judge.environment == {
         "HOSTED_VLLM_API_BASE": "http://saturn-cs-aus-234.reviz.ai2.in:8001/v1"

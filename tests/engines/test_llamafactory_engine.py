@@ -250,6 +250,38 @@ def test_real_sft_of_the_tiny_model_on_cpu(tmp_path: Path, tiny_model: Path) -> 
     assert model(ids).logits.shape[-1] >= len(tokenizer)
 
 
+def test_real_sft_with_a_chat_template_trains_on_the_rows_judgeflow_rendered(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    """`data.chat_template`: judgeflow renders and tokenizes the rows (`templated_sft`) and
+    LLaMA-Factory trains on those ids (template `empty`); the model keeps the template."""
+    from transformers import AutoTokenizer
+
+    from judgeflow.chat_templates import CHAT_TEMPLATES
+
+    template = CHAT_TEMPLATES["r1_simple_chat_postpend_think"]
+    rows = [{"messages": [{"role": "user", "content": f"Which is larger: {i} or {i + 1}?"},
+                          {"role": "assistant", "content": f"</think> <answer>{i + 1}</answer>"}]}
+            for i in range(4)]  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "sft.parquet")
+    params = SftParams(
+        model_path=str(tiny_model), output_dir=str(tmp_path / "out"), cutoff_len=256,
+        per_device_train_batch_size=2, learning_rate=1e-4, warmup_ratio=0.0, max_steps=2,
+        bf16=False, preprocessing_num_workers=None, dataloader_num_workers=0, plot_loss=False,
+        chat_template=template,
+    )  # fmt: skip
+    lines: list[str] = []
+    result = run_sft(params, tmp_path / "sft.parquet", on_line=lines.append)
+
+    assert result.steps == 2 and math.isfinite(result.metrics["sft/summary/loss"])
+    used = yaml.safe_load((tmp_path / "out" / "judgeflow" / "sft.yaml").read_text())
+    assert used["template"] == "empty"
+    assert used["tokenized_path"] == str(tmp_path / "out" / "judgeflow" / "tokenized")
+    assert "Loaded tokenized dataset from" in (tmp_path / "out" / "llamafactory.log").read_text()
+    assert any("4 rows rendered with data.chat_template (0 replies cut" in line for line in lines)
+    assert AutoTokenizer.from_pretrained(result.model_dir).chat_template == template
+
+
 def test_real_lora_sft_of_the_tiny_model_is_merged_before_anything_loads_it(
     tmp_path: Path, tiny_model: Path
 ) -> None:

@@ -16,6 +16,7 @@ from judgeflow.config import load_config
 from judgeflow.data.rlvr import prepare_rlvr
 from judgeflow.data.sft import prepare_sft_messages
 from judgeflow.engines.generate import render_prompts
+from judgeflow.evaluation import params_from as evaluation_params
 
 SYSTEM = "Answer in one word, inside <answer></answer>."
 QUESTION = "Which animal says moo?"
@@ -61,9 +62,12 @@ def test_every_prompt_gets_the_system_turn_in_place_of_its_own(tmp_path: Path) -
     assert plain[1][0]["content"] == plain_sft[0][0]["content"] == "You are a helpful assistant."
 
 
+@pytest.mark.parametrize("chat_template", ["tokenizer", "tulu", "r1_simple_chat_postpend_think"])
 def test_sft_grpo_on_both_engines_and_the_evaluation_render_the_same_prompt(
-    tmp_path: Path, tiny_model: Path
+    tmp_path: Path, tiny_model: Path, chat_template: str
 ) -> None:
+    """With the tokenizer's own template (`tokenizer`) and with two of open-instruct's (one whose
+    prompt ends inside the assistant's turn), each consumer's own code renders the same text."""
     pytest.importorskip("verl")
     from llamafactory.data import get_template_and_fix_tokenizer
     from llamafactory.data.converter import SharegptDatasetConverter
@@ -73,16 +77,30 @@ def test_sft_grpo_on_both_engines_and_the_evaluation_render_the_same_prompt(
     from trl.data_utils import maybe_apply_chat_template
     from verl.trainer.main_ppo import create_rl_dataset
 
+    from judgeflow.engines.generate import HFGenerator
+    from judgeflow.engines.llamafactory import params_from as sft_params
     from judgeflow.engines.llamafactory import write_dataset_info
+    from judgeflow.engines.templated_sft import IGNORE_INDEX, tokenize_rows
+    from judgeflow.engines.trl import params_from as trl_params
+    from judgeflow.engines.trl.training import policy_tokenizer
     from judgeflow.engines.verl import compose_verl_config, verl_overrides
 
     prompts, messages = _prepared(tmp_path, SYSTEM)
+    cfg = load_config("rlvr", overrides=[
+        f"model.path={tiny_model}", "data.max_prompt_length=256",
+        f"data.chat_template={chat_template}"])  # fmt: skip
+    template = cfg.data.chat_template_jinja
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
 
-    evaluation = render_prompts(tokenizer, [prompts[0]])[0]
-    trl = maybe_apply_chat_template({"prompt": prompts[0]}, tokenizer)["prompt"]
+    _, generator_tokenizer = HFGenerator(
+        tiny_model, **{k: v for k, v in evaluation_params(cfg).items() if k == "chat_template"}
+    )._model_and_tokenizer()
+    evaluation = render_prompts(generator_tokenizer, [prompts[0]])[0]
+    grpo = trl_params(cfg, tmp_path / "trl")
+    trl = maybe_apply_chat_template(
+        {"prompt": prompts[0]}, policy_tokenizer(grpo.model_path, grpo.chat_template)
+    )["prompt"]
 
-    cfg = load_config("rlvr", overrides=[f"model.path={tiny_model}", "data.max_prompt_length=256"])
     config = compose_verl_config(verl_overrides(
         cfg, train_files=["/d/t.parquet"], val_files=["/d/v.parquet"], checkpoint_dir="/c",
     ))  # fmt: skip
@@ -90,22 +108,39 @@ def test_sft_grpo_on_both_engines_and_the_evaluation_render_the_same_prompt(
     verl_row = create_rl_dataset([train], config.data, tokenizer, None, is_train=True)[0]
     ids = verl_row["input_ids"][verl_row["attention_mask"].bool()].tolist()
     verl = tokenizer.decode(ids)
+    assert tokenizer.decode(verl_row["raw_prompt_ids"]) == verl  # what the rollout is given
 
-    # LLaMA-Factory: the dataset as judgeflow registers it, read by its own parser, through its
-    # sharegpt converter, then its template
-    write_dataset_info(tmp_path / "lf", "sft", tmp_path / "with" / "sft.parquet")
-    [attr] = get_dataset_list(["sft"], str(tmp_path / "lf"))
-    data_args = DataArguments(template=cfg.sft.template)
-    converted = SharegptDatasetConverter(attr, data_args)({"messages": messages[0]})
-    assert converted["_system"] == SYSTEM
-    template = get_template_and_fix_tokenizer(tokenizer, data_args)
-    prompt_ids, _ = template.encode_oneturn(
-        tokenizer, converted["_prompt"] + converted["_response"], system=converted["_system"]
-    )
-    sft = tokenizer.decode(prompt_ids)
+    sft_parquet = tmp_path / "with" / "sft.parquet"
+    if template is None:  # LLaMA-Factory's own: the dataset as judgeflow registers it, read by
+        # its parser, through its sharegpt converter, then its template
+        write_dataset_info(tmp_path / "lf", "sft", sft_parquet)
+        [attr] = get_dataset_list(["sft"], str(tmp_path / "lf"))
+        data_args = DataArguments(template=cfg.sft.template)
+        converted = SharegptDatasetConverter(attr, data_args)({"messages": messages[0]})
+        assert converted["_system"] == SYSTEM
+        lf_template = get_template_and_fix_tokenizer(tokenizer, data_args)
+        prompt_ids, _ = lf_template.encode_oneturn(
+            tokenizer, converted["_prompt"] + converted["_response"], system=converted["_system"]
+        )
+        sft = tokenizer.decode(prompt_ids)
+    else:  # rendered by judgeflow with the template, trained on by LLaMA-Factory as they are
+        params = sft_params(cfg, tmp_path / "sft")
+        assert params.chat_template == template
+        done = tokenize_rows(sft_parquet, params.model_path, template, 512, tmp_path / "tok")
+        from datasets import load_from_disk
+
+        [row] = load_from_disk(str(done.path))["train"]
+        masked = sum(label == IGNORE_INDEX for label in row["labels"])
+        sft = tokenizer.decode(row["input_ids"][:masked])
+        reply = tokenizer.decode(row["input_ids"][masked:])
+        assert "<answer>cow</answer>" in reply and reply.endswith(tokenizer.eos_token)
 
     assert SYSTEM in evaluation and QUESTION in evaluation
     assert evaluation == trl == verl == sft, (evaluation, trl, verl, sft)
+    if template is not None:
+        assert evaluation == tokenizer.apply_chat_template(
+            prompts[0], chat_template=template, add_generation_prompt=True, tokenize=False
+        )
 
 
 def test_judgeflow_evaluate_prepares_a_policys_data_with_its_system_prompt(

@@ -288,14 +288,14 @@ def test_trl_generation_stops_at_the_stop_strings_and_trains_on_no_padding(
     token that completes a stop string (or at the length limit), and what generate padded after
     a stopped rollout is not part of its completion."""
     from judgeflow.engines.trl.mapping import grpo_config
-    from judgeflow.engines.trl.training import _tokenizer, load_rl_parquet
+    from judgeflow.engines.trl.training import load_rl_parquet, policy_tokenizer
     from judgeflow.engines.trl.update import resumable_trainer_class
 
     model, train = setup
     stops = ["e", "a", "o"]
     params = _params(model, tmp_path / "run", max_steps=1)
     params = GrpoParams(**{**params.__dict__, "stop_strings": tuple(stops)})
-    tokenizer = _tokenizer(str(model))
+    tokenizer = policy_tokenizer(str(model))
     trainer = resumable_trainer_class()(
         model=str(model), reward_funcs=reward_functions("pointwise"),
         args=grpo_config(params, has_eval=False), train_dataset=load_rl_parquet(train),

@@ -4,7 +4,9 @@ real Prefect and MLflow servers. Shortened (`grpo.max_steps`): that the tiny run
 benchmark's to show across seeds (`benchmarks/demo.py seeds --modes rlvr`), not a test's.
 
 The training rows come as open-instruct users bring them: a mixture (`data.mixer`) of two
-sources, the tiny task's animal questions and its number questions, each file its own source."""
+sources, the tiny task's animal questions and its number questions, each file its own source,
+and every prompt rendered with open-instruct's `tulu` chat template (`data.chat_template`) by
+SFT, GRPO and the evaluations alike."""
 
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ def test_rlvr_pipeline_trains_evaluates_and_registers_a_policy(
         f"grpo.max_steps={STEPS}",
         "data.source=null",
         f"data.mixer={json.dumps(sources)}",
+        "data.chat_template=tulu",
     ]
     summary = rlvr(recipe="rlvr", profile="tiny", overrides=overrides)
 
@@ -58,6 +61,13 @@ def test_rlvr_pipeline_trains_evaluates_and_registers_a_policy(
         assert 0.0 <= m[f"{label}/verifiable_correct_rate"] <= 1.0
         for verifier in ("gsm8k", "string_matcher"):
             assert 0.0 <= m[f"{label}/subset/{verifier}/verifiable_correct_rate"] <= 1.0
+    # The policy keeps the template it was asked with (TRL's processing class, saved with it).
+    from transformers import AutoTokenizer
+
+    from judgeflow.chat_templates import CHAT_TEMPLATES
+
+    saved = AutoTokenizer.from_pretrained(summary["checkpoint"])
+    assert saved.chat_template == CHAT_TEMPLATES["tulu"]
     # The random-init model writes no R1 format; SFT on the teacher teaches it.
     assert m["before/format_failure_rate"] == 1.0
     assert m["sft/format_failure_rate"] <= 0.1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from judgeflow.config.section import Section
 
@@ -118,6 +118,14 @@ class DataConfig(Section):
         "it in place of its own system turns, when the data is prepared, so SFT, GRPO on either "
         "engine and the evaluation all render the same conversation",
     )
+    chat_template: str | None = Field(
+        None,
+        min_length=1,
+        description="a policy's chat template: one of open-instruct's names (`tulu`, "
+        "`r1_simple_chat_postpend_think`, … its --chat_template_name), a .jinja file or Jinja "
+        "text; GRPO on either engine, the evaluation, SFT and the prompt-length filter all render "
+        "with it. Unset or `tokenizer`: the tokenizer's own",
+    )
     chosen_label: int = Field(4, ge=0, le=4, description="pointwise label of a RewardBench2 chosen")
     rejected_label: int = Field(0, ge=0, le=4, description="pointwise label of a rejected")
     grrm: GrrmDataConfig = Field(
@@ -152,6 +160,26 @@ class DataConfig(Section):
                         "the environment (AWS_* for s3://, HF_TOKEN for hf://)"
                     )
         return self
+
+    @field_validator("chat_template")
+    @classmethod
+    def _known_template(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        from judgeflow.chat_templates import ChatTemplateError, chat_template_text
+
+        try:
+            chat_template_text(value)
+        except (ChatTemplateError, OSError) as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @property
+    def chat_template_jinja(self) -> str | None:
+        """The Jinja `chat_template` stands for (None: the tokenizer's own)."""
+        from judgeflow.chat_templates import chat_template_text
+
+        return chat_template_text(self.chat_template)
 
     @property
     def has_val_data(self) -> bool:

@@ -87,6 +87,7 @@ ONLY_READ_BY: dict[str, tuple[str, ...]] = {
         "data.mixer",
         "data.eval_mixer",
         "data.mixer_seed",
+        "data.chat_template",
     ),
     # sbatch and the Ray cluster of an allocation; the local backend runs one process here
     "slurm": tuple(
@@ -148,6 +149,11 @@ def ignored_keys(cfg: RunConfig, keys: Iterable[str]) -> list[str]:
                 )
         if unused := _lora_unused(cfg, key):
             reasons.append(unused)
+        if key == "sft.template" and cfg.mode == "rlvr" and cfg.data.chat_template_jinja:
+            reasons.append(
+                "sft.template applies only without data.chat_template: judgeflow renders the SFT "
+                "rows with the chat template itself, and sft.template is ignored"
+            )
         if key == "data.mixer_seed" and not (cfg.data.mixer or cfg.data.eval_mixer):
             reasons.append(
                 "data.mixer_seed applies only with data.mixer or data.eval_mixer (this run has "

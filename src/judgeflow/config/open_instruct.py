@@ -231,8 +231,6 @@ NO_COUNTERPART: dict[str, str] = {
     "no_auto_dataset_cache": "Beaker's dataset cache; judgeflow caches prepared data itself",
     "timeout": "Beaker's time limit; judgeflow: cluster.timeout_min",
     "hostname": "Beaker host pinning; closest: cluster.constraint or cluster.extra_sbatch",
-    "chat_template_name": "no key yet (data.chat_template is not built): each engine renders with "
-    "the model tokenizer's own chat template",
     "llm_judge_model": "the LLM-judge verifiers are not built; a judge judgeflow trained pays "
     "through reward.judge / reward.judge_url (rlvr-judged)",
     "llm_judge_timeout": "the LLM-judge verifiers are not built (see llm_judge_model)",
@@ -311,6 +309,18 @@ def _mixture(pairs: list[tuple[str, int | float]], splits: tuple[str, ...]) -> l
             pairs, splits * len(pairs) if len(splits) == 1 else splits, strict=True
         )
     ]
+
+
+def _chat_template(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    from judgeflow.chat_templates import CHAT_TEMPLATES
+
+    name = _one(flag.values)
+    if name not in CHAT_TEMPLATES and name != "tokenizer":
+        raise ValueError(
+            f"judgeflow has no template {name!r} (it has {', '.join(sorted(CHAT_TEMPLATES))}): "
+            "save open-instruct's as a .jinja file and set data.chat_template to its path"
+        )
+    return {"data.chat_template": name}, "rendered alike by SFT, GRPO on both engines, evaluation"
 
 
 def _format(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -426,6 +436,7 @@ MAPPERS: dict[str, Mapper] = {
     "dataset_mixer_eval_list": _eval_mixer,
     "dataset_mixer_eval_list_splits": _splits,
     "dataset_config_seed": _set("data.mixer_seed"),
+    "chat_template_name": _chat_template,
     "max_token_length": _set(
         "data.filter_overlong_prompts",
         convert=lambda v: True,

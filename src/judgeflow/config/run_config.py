@@ -82,6 +82,12 @@ with warnings.catch_warnings():
         def _check(self) -> RunConfig:
             if self.data.balance_positions and self.mode != "pairwise":
                 raise ValueError("data.balance_positions only applies to mode=pairwise")
+            template = self.data.chat_template_jinja if self.mode == "rlvr" else None
+            if template and "${" in template and self.resolved_engine == "verl":
+                raise ValueError(
+                    "data.chat_template holds `${`, which verl's config reads as an "
+                    "interpolation: write it apart in the Jinja (`'$' ~ '{'`)"
+                )
             if (self.data.mixer or self.data.eval_mixer) and self.mode != "rlvr":
                 raise ValueError(
                     "data.mixer / data.eval_mixer mix policy (rlvr) data; a judge's data is one "

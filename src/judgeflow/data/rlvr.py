@@ -376,10 +376,14 @@ def _unknown(read: RlvrRead) -> str | None:
     )
 
 
-def _drop_overlong(read: RlvrRead, tokenizer: Any, limit: int) -> int:
-    """Drop (and list) the examples whose templated prompt is over `limit` tokens."""
+def _drop_overlong(
+    read: RlvrRead, tokenizer: Any, limit: int, chat_template: str | None = None
+) -> int:
+    """Drop (and list) the examples whose templated prompt (`chat_template`, else the
+    tokenizer's own) is over `limit` tokens."""
     conversations = [[{"role": r, "content": c} for r, c in ex.messages] for ex in read.examples]
-    lengths = prompt_lengths(tokenizer, conversations)
+    kwargs = {"chat_template": chat_template} if chat_template is not None else None
+    lengths = prompt_lengths(tokenizer, conversations, chat_template_kwargs=kwargs)
     kept = []
     for example, length in zip(read.examples, lengths, strict=True):
         if length <= limit:
@@ -501,12 +505,14 @@ def prepare_rlvr(
     max_prompt_length: int | None = None,
     judge_datasets: Sequence[str] = (),
     system_prompt: str | None = None,
+    chat_template: str | None = None,
 ) -> PrepareResult:
     """Read, check and split RLVR rows; write verl RL parquet (train, val) and a report, together.
 
     With `tokenizer` and `max_prompt_length`, prompts longer than that (chat-templated, counted as
     verl counts them) are dropped, counted and listed as `prompt_too_long`; with `system_prompt`,
-    every prompt's system turn is it (counted in that length too)."""
+    every prompt's system turn is it (counted in that length too); `chat_template` (Jinja) is what
+    the lengths are counted with, in place of the tokenizer's own."""
     if not 0 <= val_fraction < 1:
         raise DataError(f"val_fraction must be in [0, 1), got {val_fraction}")
     if (tokenizer is None) != (max_prompt_length is None):
@@ -521,7 +527,7 @@ def prepare_rlvr(
     )
     too_long = 0
     if tokenizer is not None and max_prompt_length is not None and read.examples:
-        too_long = _drop_overlong(read, load_tokenizer(tokenizer), max_prompt_length)
+        too_long = _drop_overlong(read, load_tokenizer(tokenizer), max_prompt_length, chat_template)
     if not read.examples:
         raise DataError(
             f"no rows left to write: read {read.rows_read}, {len(read.dropped)} dropped "
@@ -567,6 +573,7 @@ def prepare_rlvr(
             "skip_invalid": skip_invalid,
             "max_prompt_length": max_prompt_length,
             **({"system_prompt": system_prompt} if system_prompt is not None else {}),
+            **({"chat_template": chat_template} if chat_template is not None else {}),
             **(
                 {"judge_datasets": sorted({d.lower() for d in judge_datasets})}
                 if judge_datasets

@@ -54,6 +54,8 @@ class HFGenerator:
     device: str | None = None  # None: CUDA when available, else CPU
     #: a reply ends where one of these appears, the string kept (open-instruct's --stop_strings)
     stop_strings: tuple[str, ...] = ()
+    #: Jinja the prompts are rendered with in place of the tokenizer's own (`data.chat_template`)
+    chat_template: str | None = None
     _loaded: tuple[Any, Any] | None = field(default=None, init=False, repr=False)
 
     def generate(
@@ -108,6 +110,8 @@ class HFGenerator:
             tokenizer = AutoTokenizer.from_pretrained(str(self.model_dir), padding_side="left")
             if tokenizer.pad_token is None:
                 tokenizer.pad_token = tokenizer.eos_token
+            if self.chat_template is not None:
+                tokenizer.chat_template = self.chat_template
             model: Any = AutoModelForCausalLM.from_pretrained(str(self.model_dir), dtype=dtype)
             self._loaded = (model.to(device).eval(), tokenizer)
         return self._loaded

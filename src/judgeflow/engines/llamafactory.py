@@ -118,6 +118,9 @@ class SftParams:
     ddp_timeout: int = 180000000
     extra: Mapping[str, Any] = field(default_factory=dict)  # any other LLaMA-Factory key
     report_to: str = "none"  # "wandb" with tracking.wandb (the job's WANDB_* say where)
+    #: `data.chat_template` (Jinja): the rows are rendered and tokenized by judgeflow with it
+    #: (`templated_sft`) and LLaMA-Factory trains on them as they are (template `empty`)
+    chat_template: str | None = None
 
     def __post_init__(self) -> None:
         if self.per_device_train_batch_size < 1 or self.gradient_accumulation_steps < 1:
@@ -152,6 +155,7 @@ def params_from(cfg: RunConfig, output_dir: str | Path) -> SftParams:
         dataloader_num_workers=s.dataloader_num_workers,
         extra=dict(s.extra),
         report_to="wandb" if cfg.tracking.wandb.project else "none",
+        chat_template=cfg.data.chat_template_jinja if cfg.mode == "rlvr" else None,
     )
 
 
@@ -247,9 +251,15 @@ def _resolve_bf16(bf16: bool | None) -> bool:
 
 
 def train_config(
-    params: SftParams, dataset_dir: str | Path, dataset_name: str, deepspeed: str | None
+    params: SftParams,
+    dataset_dir: str | Path,
+    dataset_name: str,
+    deepspeed: str | None,
+    tokenized_path: str | Path | None = None,
 ) -> dict[str, Any]:
-    """The LLaMA-Factory train arguments, in the reference YAML's order."""
+    """The LLaMA-Factory train arguments, in the reference YAML's order; with `tokenized_path`
+    (rows judgeflow rendered with `chat_template`) LLaMA-Factory trains on those ids as they are,
+    its own template `empty`."""
     config: dict[str, Any] = {
         "model_name_or_path": params.model_path,
         "flash_attn": params.flash_attn,
@@ -263,10 +273,12 @@ def train_config(
     config |= {
         "dataset_dir": os.fspath(dataset_dir),
         "dataset": dataset_name,
-        "template": params.template,
+        "template": params.template if tokenized_path is None else "empty",
         "cutoff_len": params.cutoff_len,
         "overwrite_cache": True,
     }
+    if tokenized_path is not None:
+        config["tokenized_path"] = os.fspath(tokenized_path)
     if params.preprocessing_num_workers is not None:
         config["preprocessing_num_workers"] = params.preprocessing_num_workers
     config |= {
@@ -295,7 +307,11 @@ def train_config(
 
 
 def write_train_yaml(
-    params: SftParams, dataset_dir: str | Path, dataset_name: str, path: str | Path
+    params: SftParams,
+    dataset_dir: str | Path,
+    dataset_name: str,
+    path: str | Path,
+    tokenized_path: str | Path | None = None,
 ) -> Path:
     """Write the `llamafactory-cli train` YAML (and `ds_z3_config.json` beside it for "zero3")."""
     out = Path(path)
@@ -305,7 +321,7 @@ def write_train_yaml(
         ds_path = out.parent / "ds_z3_config.json"
         ds_path.write_text(json.dumps(zero3_config(), indent=2) + "\n", encoding="utf-8")
         deepspeed = str(ds_path)
-    config = train_config(params, dataset_dir, dataset_name, deepspeed)
+    config = train_config(params, dataset_dir, dataset_name, deepspeed, tokenized_path)
     header = f"# Run with: llamafactory-cli train {out.name}\n"
     out.write_text(header + yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return out
@@ -399,7 +415,25 @@ def run_sft(
     train_dir = Path(train_params.output_dir)
     work = Path(work_dir) if work_dir is not None else output_dir / "judgeflow"
     write_dataset_info(work, dataset_name, parquet)
-    yaml_path = write_train_yaml(train_params, work, dataset_name, work / "sft.yaml")
+    tokenized = None
+    if params.chat_template is not None:
+        import shutil
+
+        from judgeflow.engines.templated_sft import tokenize_rows
+
+        shutil.rmtree(work / "tokenized", ignore_errors=True)  # LLaMA-Factory would reuse it
+        done = tokenize_rows(
+            parquet, params.model_path, params.chat_template, params.cutoff_len, work / "tokenized"
+        )
+        tokenized = done.path
+        say(
+            f"sft: {done.rows} rows rendered with data.chat_template ({done.truncated} replies cut "
+            f"at sft.cutoff_len={params.cutoff_len}, {done.dropped} rows dropped: their prompt "
+            "alone is that long)"
+        )
+    yaml_path = write_train_yaml(
+        train_params, work, dataset_name, work / "sft.yaml", tokenized_path=tokenized
+    )
 
     log_path = train_dir / TRAINER_LOG
     if params.overwrite_output_dir and log_path.exists():
@@ -434,6 +468,11 @@ def run_sft(
         # one node merges (the one that saves); the others would write the same files at once
         merge_lora(params, train_dir, work / "export.yaml", engine_log, env=env, on_line=say)
 
+    if (
+        params.chat_template is not None
+        and {**os.environ, **(env or {})}.get("NODE_RANK", "0") == "0"
+    ):
+        _keep_chat_template(output_dir, params.chat_template)
     grad_norms = _grad_norms(train_dir / TRAINER_STATE)
     if metrics_sink is not None:
         for logged_step, value in grad_norms:
@@ -446,6 +485,16 @@ def run_sft(
         if metrics_sink is not None:
             metrics_sink(summary, step)
     return SftResult(model_dir=output_dir, metrics=latest, steps=step)
+
+
+def _keep_chat_template(model_dir: Path, chat_template: str) -> None:
+    """The SFT model's tokenizer renders with the template it was trained with, wherever it is
+    loaded next (GRPO, the evaluation, a server)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    tokenizer.chat_template = chat_template
+    tokenizer.save_pretrained(str(model_dir))
 
 
 def _run_logged(
@@ -484,7 +533,7 @@ def export_config(params: SftParams, adapter_dir: str | Path) -> dict[str, Any]:
     return {
         "model_name_or_path": params.model_path,
         "adapter_name_or_path": os.fspath(adapter_dir),
-        "template": params.template,
+        "template": params.template if params.chat_template is None else "empty",
         "finetuning_type": "lora",
         "trust_remote_code": False,
         "infer_dtype": "bfloat16" if _resolve_bf16(params.bf16) else "float32",

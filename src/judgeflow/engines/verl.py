@@ -286,6 +286,11 @@ def verl_overrides(
         ("trainer.resume_mode", g.resume_mode),
         ("trainer.default_local_dir", checkpoint_dir),
     ]
+    if cfg.mode == "rlvr" and (template := cfg.data.chat_template_jinja) is not None:
+        items += [  # the driver's dataset renders with the first, the workers' tokenizers hold it
+            ("+data.apply_chat_template_kwargs.chat_template", template),
+            ("actor_rollout_ref.model.custom_chat_template", template),
+        ]
     if g.max_steps is not None:
         items.append(("trainer.total_training_steps", g.max_steps))
     if g.max_actor_ckpt_to_keep is not None:

@@ -69,9 +69,12 @@ def params_from(cfg: RunConfig) -> dict[str, Any]:
     rules = {"reward_kwargs": cfg.policy_reward_kwargs()} if cfg.mode == "rlvr" else {}
     stop = cfg.grpo.stop_strings if cfg.resolved_engine == "trl" else []  # verl cannot stop
     stops = {"stop_strings": list(stop)} if stop else {}
+    template = cfg.data.chat_template_jinja if cfg.mode == "rlvr" else None
+    templates = {"chat_template": template} if template is not None else {}
     return {
         **rules,
         **stops,
+        **templates,
         "mode": cfg.mode,
         "max_new_tokens": e.max_new_tokens,
         "limit": e.limit,
@@ -96,13 +99,15 @@ def evaluate_judge(
     generator: Generator | None = None,
     reward_kwargs: Mapping[str, Any] | None = None,
     stop_strings: Sequence[str] = (),
+    chat_template: str | None = None,
 ) -> JudgeEvaluation:
     """Verdicts of the model at `model_dir` on the first `limit` rows of `eval_file`.
 
     Pairwise: every pair is judged in both orders, the file's two rows or a row and the twin
     `evaluation_rows` builds for it (a row alone in its pair, or an older file). Greedy by default; with `samples` > 1 each row is judged that many times (seeds 0..n-1) and
     each metric is reported as the mean over samples with its spread (`summarise`).
-    `stop_strings` end a reply where one appears (`grpo.stop_strings`, as the policy trained).
+    `stop_strings` end a reply where one appears (`grpo.stop_strings`, as the policy trained);
+    `chat_template` (Jinja, `data.chat_template`) renders the prompts, as the policy trained.
     """
     if samples > 1 and temperature == 0:
         raise ValueError("samples > 1 needs temperature > 0: greedy decoding repeats itself")
@@ -112,7 +117,12 @@ def evaluate_judge(
     if generator is None:
         from judgeflow.engines.generate import HFGenerator
 
-        generator = HFGenerator(model_dir, batch_size=batch_size, stop_strings=tuple(stop_strings))
+        generator = HFGenerator(
+            model_dir,
+            batch_size=batch_size,
+            stop_strings=tuple(stop_strings),
+            chat_template=chat_template,
+        )
     judged: list[dict[str, Any]] = []
     for sample in range(samples):
         completions = generator.generate(

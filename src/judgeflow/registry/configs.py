@@ -8,12 +8,13 @@ and the evaluation settings of the run that registered it, so `judgeflow evaluat
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from judgeflow.config import ConfigError, RunConfig, load_config
 from judgeflow.registry.models import TAG_MODE, ModelRegistry
 from judgeflow.registry.paying_judge import TAG_REWARD_JUDGE, TAG_REWARD_JUDGE_PANEL, pin_judge
-from judgeflow.tracking import Tracker, git_commit
+from judgeflow.tracking import MAX_PARAM, Tracker, git_commit
 
 __all__ = ["judge_tags", "resolve_config"]
 
@@ -70,13 +71,19 @@ def resolve_config(
 
 
 def _recorded_evaluation(run_id: str | None, tracking_uri: str | None) -> list[str]:
-    """`evaluation.*` of the run that registered a version, as overrides."""
+    """`evaluation.*` of the run that registered a version, and the chat template its prompts
+    were rendered with (a run without one: the tokenizer's own), as overrides."""
     if not run_id:
         return []
     params = Tracker.attach(run_id, tracking_uri).client.get_run(run_id).data.params
     keep = ("max_new_tokens", "temperature", "top_p", "samples", "limit", "batch_size")
-    return [
+    recorded = [
         f"evaluation.{k}={params[f'evaluation.{k}']}"
         for k in keep
         if params.get(f"evaluation.{k}") not in (None, "None", "***")  # "***": redacted
     ]
+    template = params.get("data.chat_template")  # absent: a run from before the key
+    if params.get("mode") == "rlvr" and template is not None and len(template) < MAX_PARAM:
+        template = "tokenizer" if template == "None" else template  # not cut short when logged
+        recorded.append(f"data.chat_template={json.dumps(template)}")  # YAML reads it as text
+    return recorded

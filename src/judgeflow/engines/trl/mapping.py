@@ -84,6 +84,8 @@ class GrpoParams:
     report_to: Literal["none", "wandb"] = "none"
     #: open-instruct's --stop_strings (`grpo.stop_strings`): generation ends where one appears
     stop_strings: Sequence[str] = ()
+    #: `data.chat_template` (Jinja): the prompts are rendered with it, not the tokenizer's own
+    chat_template: str | None = None
 
     def __post_init__(self) -> None:
         completions = self.prompts_per_step * self.num_generations
@@ -190,6 +192,7 @@ def params_from(
         ),
         report_to="wandb" if cfg.tracking.wandb.project else "none",
         stop_strings=tuple(g.stop_strings),
+        chat_template=cfg.data.chat_template_jinja if cfg.mode == "rlvr" else None,
     )
 
 

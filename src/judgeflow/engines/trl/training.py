@@ -65,7 +65,7 @@ def train_grpo(
     data_order = DataOrderRecorder(
         output_dir / DATA_ORDER_FILE, params.num_generations, checkpoint_step(resumed_from)
     )
-    tokenizer = _tokenizer(params.model_path)
+    tokenizer = policy_tokenizer(params.model_path, params.chat_template)
     reward_funcs: list[Any] = [
         *reward_functions(
             params.reward,
@@ -138,11 +138,16 @@ def _peft_config(lora: Mapping[str, Any]) -> Any:
     return LoraConfig(task_type="CAUSAL_LM", lora_dropout=0.0, **lora)
 
 
-def _tokenizer(model_path: str) -> Any:
+def policy_tokenizer(model_path: str, chat_template: str | None = None) -> Any:
+    """GRPO's processing class: TRL renders each prompt with its chat template, `chat_template`
+    (`data.chat_template`) when given, and the saved policy keeps it."""
     from transformers import AutoTokenizer
 
     # Left truncation keeps the end of an over-long judge prompt: the output format instructions.
-    return AutoTokenizer.from_pretrained(model_path, truncation_side="left")
+    tokenizer = AutoTokenizer.from_pretrained(model_path, truncation_side="left")
+    if chat_template is not None:
+        tokenizer.chat_template = chat_template
+    return tokenizer
 
 
 def _limit_cpu_threads(params: GrpoParams) -> None:
