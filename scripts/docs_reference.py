@@ -331,6 +331,11 @@ def value_text(value: Any) -> str:
         return code(value if plain else json.dumps(value, ensure_ascii=False))
     if isinstance(value, int | float):
         return code(repr(value))
+    if isinstance(value, list) and value and isinstance(value[0], BaseModel):  # data.mixer
+        value = [
+            {k: v for k, v in m.model_dump(mode="json").items() if v not in (None, {})}
+            for m in value
+        ]
     return code(json.dumps(value, ensure_ascii=False, sort_keys=isinstance(value, dict)))
 
 

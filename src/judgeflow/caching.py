@@ -218,7 +218,16 @@ def training_config(cfg: RunConfig) -> dict[str, Any]:
         "nodes": cfg.cluster.nodes,
         "gpus_per_node": cfg.cluster.gpus_per_node,
         **reward_identity(cfg),
+        **chat_template_identity(cfg),
     }
+
+
+def chat_template_identity(cfg: RunConfig) -> dict[str, Any]:
+    """A policy's `data.chat_template` (its Jinja) when set: the prepared rows hold messages, so
+    the template, not the data, says what text a model was trained and measured on. Empty when
+    unset, so other runs keep their cache keys."""
+    template = cfg.data.chat_template_jinja if cfg.mode == "rlvr" else None
+    return {"chat_template": template} if template is not None else {}
 
 
 def reward_identity(cfg: RunConfig) -> dict[str, Any]:
@@ -281,6 +290,7 @@ def sft_key(cfg: RunConfig, sft_file: str) -> str:
         cfg.cluster.nodes,
         cfg.cluster.gpus_per_node,
         code_version(*TRAIN_CODE),
+        *([template] if (template := chat_template_identity(cfg)) else []),
     )
 
 
@@ -294,6 +304,7 @@ def evaluate_key(cfg: RunConfig, model_dir: str, report: dict[str, Any]) -> str:
         cfg.evaluation.model_dump(mode="json"),
         code_version(*EVALUATE_CODE),
         *([reward_identity(cfg)] if cfg.mode == "rlvr" else []),  # what scores a policy
+        *([template] if (template := chat_template_identity(cfg)) else []),  # how it is asked
     )
 
 

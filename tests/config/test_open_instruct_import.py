@@ -71,22 +71,41 @@ def test_the_tulu_script_gives_the_rlvr_preset_it_was_mapped_from(tmp_path: Path
     recipe = tmp_path / "tulu.yaml"
     recipe.write_text(recipe_yaml(imported, base="rlvr", source=TULU.name))
     preset, mine = _flat(load_config("rlvr").model_dump(mode="json")), _load(recipe)
+    source = "hf://datasets/allenai/RLVR-GSM-MATH-IF-Mixed-Constraints"
     assert {k: (preset[k], mine[k]) for k in preset if preset[k] != mine[k]} == {
         "grpo.clip_ratio_high": (0.2, 0.272),
         "grpo.norm_adv_by_std_in_grpo": (True, False),
         "grpo.filter_zero_std_samples": (False, True),
-    }
+        # its train split, all of it (the dataset has no other): a mixer of one
+        "data.source": (source, None),
+        "data.mixer": (None, [{"source": source, "amount": 1.0, "split": "train",
+                               "revision": None, "remap_verifier": {}}]),
+    }  # fmt: skip
     keys = imported.keys  # what the script itself sets, not what the preset already held
     assert (keys["grpo.train_batch_size"], keys["grpo.rollout_n"]) == (64, 16)
     assert (
         keys["grpo.max_steps"] == 2_000_000 // (64 * 16) and keys["grpo.ppo_mini_batch_size"] == 32
     )
     assert keys["grpo.kl_loss_coef"] == 0.01 and keys["grpo.kl_loss_type"] == "low_var_kl"
-    assert keys["data.source"] == "hf://datasets/allenai/RLVR-GSM-MATH-IF-Mixed-Constraints"
     assert keys["model.path"] == "allenai/Llama-3.1-Tulu-3-8B-DPO" and keys["grpo.test_freq"] == 20
     assert keys["data.chat_template"] == "tulu"  # the preset's, now a key
     text = recipe.read_text()
     assert f"{BEFORE} source configs/beaker_configs/ray_node_setup.sh" in text
+
+
+def test_the_rlvr_zero_preset_is_the_qwen_zero_script_imported() -> None:
+    """`rlvr-zero` is what the importer writes for open-instruct's Qwen 2.5 3B zero script, but
+    for its own names and enough epochs for verl to reach the script's steps."""
+    preset = _flat(load_config("rlvr-zero").model_dump(mode="json"))
+    imported = _load(RENDERED / f"{QWEN_ZERO.stem}.yaml")
+    assert {k: (preset[k], imported[k]) for k in preset if preset[k] != imported[k]} == {
+        "recipe": ("rlvr-zero", "rlvr"),
+        "tracking.experiment": ("rlvr-zero", "rlvr"),
+        "register.model_name": ("rlvr-zero-policy", "rlvr-policy"),
+        "grpo.total_epochs": (20, 5),
+    }
+    assert preset["data.chat_template"] == "r1_simple_chat_postpend_think"
+    assert preset["rlvr.r1_style_format"] == "gated" and preset["model.path"] == "Qwen/Qwen2.5-3B"
 
 
 def test_the_qwen_zero_and_llm_judge_scripts_map_their_own_settings() -> None:
@@ -161,6 +180,9 @@ def test_parsing_handles_what_users_write() -> None:
     assert imported.keys["grpo.kl_loss_coef"] == 0.05
     [(flag, why)] = imported.unmapped
     assert flag.name == "some_new_flag" and "not a flag judgeflow's importer knows" in why
+    one_row = import_script("python open_instruct/grpo_fast.py --dataset_mixer_list a 1")
+    assert one_row.keys["data.mixer"][0]["amount"] == 1  # an integer: one row, not the whole
+    assert isinstance(one_row.keys["data.mixer"][0]["amount"], int)
     splits = import_script(
         "python open_instruct/grpo_fast.py --dataset_mixer_list a 1.0 b.jsonl 8 "
         "--dataset_mixer_list_splits train test --dataset_mixer_eval_list c 1.0 d 0.5"
@@ -201,3 +223,56 @@ def test_the_docs_show_what_the_command_writes(script: Path) -> None:
     assert shown.read_text() == written, (
         f"{shown} is stale: judgeflow import open-instruct {script} -o {shown}"
     )
+
+
+@pytest.mark.parametrize(
+    ("script", "shown"),
+    [
+        (
+            TULU,
+            [
+                "actor_rollout_ref.model.path=allenai/Llama-3.1-Tulu-3-8B-DPO",
+                "actor_rollout_ref.actor.optim.lr=5e-07",
+                "actor_rollout_ref.rollout.n=16",
+                "data.max_response_length=2048",
+                "# data: hf://datasets/allenai/RLVR-GSM-MATH-IF-Mixed-Constraints 1.0",
+                "chat template tulu",
+                "+data.apply_chat_template_kwargs.chat_template=",
+            ],
+        ),
+        (
+            QWEN_ZERO,
+            [
+                "actor_rollout_ref.model.path=Qwen/Qwen2.5-3B",
+                "actor_rollout_ref.actor.optim.lr=5e-07",
+                "actor_rollout_ref.rollout.n=16",
+                "data.max_response_length=4096",
+                "# data: hf://datasets/ai2-adapt-dev/math_ground_truth_zs 1.0",
+                "chat template r1_simple_chat_postpend_think",
+                "Assistant: <think>",
+            ],
+        ),
+        (
+            LLM_JUDGE,
+            [
+                "actor_rollout_ref.rollout.n=4",
+                "data.max_response_length=512",
+                "# data: hf://datasets/hamishivi/virtuoussy_multi_subject_rlvr 64",
+                "chat template r1_simple_chat_postpend_think",
+            ],
+        ),
+    ],
+    ids=lambda v: v.stem if isinstance(v, Path) else "",
+)
+def test_an_imported_script_renders_as_a_verl_command_with_its_settings(
+    script: Path, shown: list[str]
+) -> None:
+    """`judgeflow render RECIPE --set cluster.backend=slurm` on the recipe the importer wrote:
+    the verl command has the script's model, learning rate, samples per prompt, response length,
+    datasets and chat template."""
+    done = CliRunner().invoke(
+        app, ["render", str(RENDERED / f"{script.stem}.yaml"), "--set", "cluster.backend=slurm"]
+    )
+    assert done.exit_code == 0, done.output
+    for text in shown:
+        assert text in done.output, text

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from judgeflow.chat_templates import CHAT_TEMPLATES, ChatTemplateError, chat_template_text
+from judgeflow.config.chat_templates import CHAT_TEMPLATES, ChatTemplateError, chat_template_text
 
 R1 = (
     "A conversation between User and Assistant. The user asks a question, and the Assistant "
@@ -92,3 +92,38 @@ def test_a_template_is_a_name_a_file_or_jinja(tmp_path: Path) -> None:
     file.write_text("plain text")
     with pytest.raises(ChatTemplateError, match="holds no Jinja"):
         chat_template_text(str(file))
+
+
+def test_an_sft_row_trains_on_its_last_reply_asked_as_grpo_asks(tokenizer: Any) -> None:
+    from judgeflow.engines.templated_sft import prompt_and_reply
+
+    row = [{"role": "user", "content": "Which is an animal: cat or cup?"},
+           {"role": "assistant", "content": "<think>cat</think><answer>cat</answer>"}]  # fmt: skip
+    prompt, reply = prompt_and_reply(tokenizer, row, CHAT_TEMPLATES["tulu"])
+    assert prompt == "<|user|>\nWhich is an animal: cat or cup?\n<|assistant|>\n"
+    assert reply == "<think>cat</think><answer>cat</answer><|im_end|>"  # what tulu renders next
+    # the R1 prompt ends inside the reply (`Assistant: <think>`): the reply goes on from there
+    prompt, reply = prompt_and_reply(
+        tokenizer, row, CHAT_TEMPLATES["r1_simple_chat_postpend_think"]
+    )
+    assert prompt.endswith("User: Which is an animal: cat or cup?\nAssistant: <think>")
+    assert reply == "cat</think><answer>cat</answer><|im_end|>"
+    # several exchanges: the earlier reply is part of the prompt, the last one is trained on
+    prompt, reply = prompt_and_reply(tokenizer, [*EXCHANGES], CHAT_TEMPLATES["tulu"])
+    assert (
+        prompt.endswith("Hello<|im_end|>\n<|user|>\nSum 1 2\n<|assistant|>\n")
+        and reply == "3<|im_end|>"
+    )
+    with pytest.raises(ValueError, match="needs a prompt and an assistant turn"):
+        prompt_and_reply(tokenizer, row[:1], CHAT_TEMPLATES["tulu"])
+
+
+def test_sft_settings_that_tokenized_rows_would_ignore_are_refused() -> None:
+    from judgeflow.config import ConfigError, load_config
+
+    tiny = ["sft.enabled=true", "sft.source=sft.jsonl"]
+    with pytest.raises(ConfigError, match="sft.extra sets neat_packing, packing, which LLaMA"):
+        load_config("rlvr", overrides=[*tiny, "sft.extra={packing: true, neat_packing: true}"])
+    load_config(
+        "rlvr", overrides=[*tiny, "data.chat_template=tokenizer", "sft.extra={packing: true}"]
+    )

@@ -159,8 +159,13 @@ def test_a_mixer_split_that_is_not_there_is_named(tmp_path: Path) -> None:
 
 def test_mixer_settings_are_checked_where_they_are_set(tmp_path: Path) -> None:
     part = {"source": "rows.jsonl", "amount": 1.0}
+    # a layer that sets one of source and mixer replaces the other: here the preset's source
+    assert load_config("rlvr", overrides=[_mixer(part)]).data.source is None
+    assert load_config("rlvr-zero", overrides=["data.source=x.jsonl"]).data.mixer is None
+    both = tmp_path / "both.yaml"  # one layer that sets both says two things
+    both.write_text(f"base: rlvr\ndata:\n  source: x.jsonl\n  mixer: {json.dumps([part])}\n")
     with pytest.raises(ConfigError, match="set data.source: null with a mixer"):
-        load_config("rlvr", overrides=[_mixer(part)])  # the preset's source is still set
+        load_config(str(both))
     with pytest.raises(ConfigError, match="mix policy \\(rlvr\\) data"):
         load_config("grpo-pointwise", overrides=["data.source=null", _mixer(part)])
     with pytest.raises(ConfigError, match=r"data.mixer\[0\].source holds credentials"):

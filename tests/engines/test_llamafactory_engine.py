@@ -257,7 +257,7 @@ def test_real_sft_with_a_chat_template_trains_on_the_rows_judgeflow_rendered(
     LLaMA-Factory trains on those ids (template `empty`); the model keeps the template."""
     from transformers import AutoTokenizer
 
-    from judgeflow.chat_templates import CHAT_TEMPLATES
+    from judgeflow.config.chat_templates import CHAT_TEMPLATES
 
     template = CHAT_TEMPLATES["r1_simple_chat_postpend_think"]
     rows = [{"messages": [{"role": "user", "content": f"Which is larger: {i} or {i + 1}?"},
@@ -276,7 +276,7 @@ def test_real_sft_with_a_chat_template_trains_on_the_rows_judgeflow_rendered(
     assert result.steps == 2 and math.isfinite(result.metrics["sft/summary/loss"])
     used = yaml.safe_load((tmp_path / "out" / "judgeflow" / "sft.yaml").read_text())
     assert used["template"] == "empty"
-    assert used["tokenized_path"] == str(tmp_path / "out" / "judgeflow" / "tokenized")
+    assert used["tokenized_path"] == str(tmp_path / "out" / "judgeflow" / "tokenized-node0")
     assert "Loaded tokenized dataset from" in (tmp_path / "out" / "llamafactory.log").read_text()
     assert any("4 rows rendered with data.chat_template (0 replies cut" in line for line in lines)
     assert AutoTokenizer.from_pretrained(result.model_dir).chat_template == template

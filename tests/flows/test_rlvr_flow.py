@@ -64,7 +64,7 @@ def test_rlvr_pipeline_trains_evaluates_and_registers_a_policy(
     # The policy keeps the template it was asked with (TRL's processing class, saved with it).
     from transformers import AutoTokenizer
 
-    from judgeflow.chat_templates import CHAT_TEMPLATES
+    from judgeflow.config.chat_templates import CHAT_TEMPLATES
 
     saved = AutoTokenizer.from_pretrained(summary["checkpoint"])
     assert saved.chat_template == CHAT_TEMPLATES["tulu"]

@@ -52,6 +52,7 @@ def _champion(version: str = "1") -> VersionInfo:
             False,
             "does not beat champion v1's 0.5000 by more than the margin 0",
         ),
+        (0.1 + 0.2, 0.3, 0.0, False, False, "does not beat"),  # equal but for float rounding
         (0.54, 0.5, 0.05, False, False, "margin 0.05"),
         (0.56, 0.5, 0.05, False, True, "beats"),
         (0.1, 0.5, 0.0, True, True, "forced (register.force=true)"),

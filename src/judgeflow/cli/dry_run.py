@@ -13,6 +13,7 @@ from judgeflow.cluster.job import PYTHON, JobSpec
 from judgeflow.cluster.ray_jobs import render_submit
 from judgeflow.cluster.submit import render_sbatch
 from judgeflow.config import RunConfig, with_policy
+from judgeflow.config.redaction import strip_credentials
 from judgeflow.modes import JUDGE_MODELS
 from judgeflow.stages import (
     PreparedData,
@@ -44,6 +45,8 @@ def render_recipe(cfg: RunConfig) -> str:
     spec = train_job_spec(cfg, DATA, RUN_ID, dry_run=True)
     out = [
         f"# recipe {cfg.recipe}: stage train (engine {cfg.resolved_engine}, backend {cfg.cluster.backend})",
+        f"# data: {strip_credentials(cfg.data.label)}, prepared into {TRAIN_FILE} before the job"
+        + (f"; chat template {cfg.data.chat_template}" if cfg.data.chat_template else ""),
         *_submission(spec, cfg),
         "# ---- stage command (on the Ray head; python is the job's interpreter) ----",
         _shell(spec.command),

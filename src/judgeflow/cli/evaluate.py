@@ -79,6 +79,7 @@ def evaluation_file(cfg: RunConfig, data: str, work: Path) -> str:
             tokenizer=tokenizer, max_prompt_length=d.max_prompt_length if tokenizer else None,
             judge_datasets=cfg.reward.judge_datasets if cfg.reward.paid_by_judge else (),
             system_prompt=d.system_prompt,  # asked as in training
+            chat_template=d.chat_template_jinja,  # its prompts measured as in training
         )  # fmt: skip
         return str(rows.train_path)
     result = prepare_judge(

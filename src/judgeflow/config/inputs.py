@@ -140,8 +140,8 @@ class DataConfig(Section):
     def _one_source(self) -> DataConfig:
         if (self.source is None) == (self.mixer is None):
             raise ValueError(
-                "data.mixer is in place of data.source: set data.source: null with a mixer "
-                "(a preset's source)"
+                "data.mixer is in place of data.source, and both are set in one place: set "
+                "data.source: null with a mixer"
                 if self.mixer
                 else "set data.source (or data.mixer): the data to train on"
             )
@@ -166,7 +166,7 @@ class DataConfig(Section):
     def _known_template(cls, value: str | None) -> str | None:
         if value is None:
             return value
-        from judgeflow.chat_templates import ChatTemplateError, chat_template_text
+        from judgeflow.config.chat_templates import ChatTemplateError, chat_template_text
 
         try:
             chat_template_text(value)
@@ -177,7 +177,7 @@ class DataConfig(Section):
     @property
     def chat_template_jinja(self) -> str | None:
         """The Jinja `chat_template` stands for (None: the tokenizer's own)."""
-        from judgeflow.chat_templates import chat_template_text
+        from judgeflow.config.chat_templates import chat_template_text
 
         return chat_template_text(self.chat_template)
 

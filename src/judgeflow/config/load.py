@@ -64,9 +64,9 @@ def load_config(
                 f"not {raw.get('recipe')!r}: use --profile tiny for other recipes, or one of: "
                 f"{', '.join(meant_for)} with --profile {profile}"
             )
-        raw = _deep_merge(raw, values)
+        raw = _layer(raw, values)
         sources.update(profile_sources)
-        raw = _deep_merge(raw, own_profiles.get(profile) or {})
+        raw = _layer(raw, own_profiles.get(profile) or {})
         section = f"profiles.{profile}."
         sources.update(
             {k.removeprefix(section): f for k, f in sources.items() if k.startswith(section)}
@@ -79,7 +79,7 @@ def load_config(
     secret_looking = []
     for item in overrides:
         key, value = parse_override(item)
-        raw = set_dotted(raw, key, value)
+        raw = _cleared_alternatives(set_dotted(raw, key, value), set_dotted({}, key, value))
         sources.update({key: "--set", **_sources(value, "--set", f"{key}.")})
         explicit.append(key)
         if (key.startswith("cluster.env.") and is_secret(key, value)) or (
@@ -164,7 +164,7 @@ def _read_recipe(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict[str, Any
     if base_path in seen or base_path == path:
         raise ConfigError(f"{path}: recipe base chain loops through {base_path.name}")
     under, sources = _read_recipe(base_path, (*seen, path))
-    return _deep_merge(under, raw), {**sources, **_sources(raw, str(path))}
+    return _layer(under, raw), {**sources, **_sources(raw, str(path))}
 
 
 def _read_profile(profile: str, seen: tuple[str, ...] = ()) -> tuple[dict[str, Any], Sources]:
@@ -178,7 +178,7 @@ def _read_profile(profile: str, seen: tuple[str, ...] = ()) -> tuple[dict[str, A
     if str(base) in (*seen, profile):
         raise ConfigError(f"{path}: profile base chain loops through {base}")
     under, sources = _read_profile(str(base), (*seen, profile))
-    return _deep_merge(under, raw), {**sources, **_sources(raw, str(path))}
+    return _layer(under, raw), {**sources, **_sources(raw, str(path))}
 
 
 def profile_recipes(value: Any, where: str) -> list[str] | None:
@@ -223,6 +223,27 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     return data
+
+
+#: Keys that say the same thing two ways (one source, or a mixture of them): a layer (a recipe
+#: over its base, a profile, an override) that sets one clears the other, as it would replace it.
+_ALTERNATIVES = (("source", "mixer"), ("val_source", "eval_mixer"))
+
+
+def _layer(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """`top` over `base` (`_deep_merge`), a `data` key of `top` clearing its alternative."""
+    return _cleared_alternatives(_deep_merge(base, top), top)
+
+
+def _cleared_alternatives(out: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """`out` with the alternative of each `data` key `top` sets (and not its own) cleared."""
+    given, data = top.get("data"), out.get("data")
+    if isinstance(given, Mapping) and isinstance(data, dict):
+        for pair in _ALTERNATIVES:
+            for key, other in (pair, pair[::-1]):
+                if given.get(key) is not None and other not in given:
+                    data[other] = None
+    return out
 
 
 def _deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:

@@ -281,10 +281,7 @@ def _pairs(flag: Flag) -> list[tuple[str, int | float]]:
 
 def _mixer(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
     seen[flag.name] = _pairs(flag)
-    return {}, (
-        "each dataset its amount (a float a share, an integer rows) and split: data.mixer "
-        "(one whole train split: data.source)"
-    )
+    return {}, ("data.mixer: each dataset its amount (a float a share, an integer rows) and split")
 
 
 def _eval_mixer(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -312,7 +309,7 @@ def _mixture(pairs: list[tuple[str, int | float]], splits: tuple[str, ...]) -> l
 
 
 def _chat_template(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    from judgeflow.chat_templates import CHAT_TEMPLATES
+    from judgeflow.config.chat_templates import CHAT_TEMPLATES
 
     name = _one(flag.values)
     if name not in CHAT_TEMPLATES and name != "tokenizer":
@@ -599,8 +596,9 @@ def _derived(out: Imported, seen: dict[str, Any]) -> None:
 
 
 def _data_keys(out: Imported, seen: dict[str, Any]) -> None:
-    """The data keys of the mixer flags: one whole train split is `data.source`, anything else
-    `data.mixer`; an eval mixer of the training data itself leaves validation held out."""
+    """The data keys of the mixer flags: `data.mixer` (a split of a Hub dataset is some of its
+    files, where `data.source` would be all of them); an eval mixer of the training data itself
+    leaves validation held out."""
     if "dataset_mixer_list" not in seen or "dataset_mixer_list_splits" not in seen:
         return  # a flag's variable is unset: said, and the preset's data kept
     try:
@@ -616,10 +614,7 @@ def _data_keys(out: Imported, seen: dict[str, Any]) -> None:
                 out.unmapped.append((flag, str(exc)))
                 del out.mapped[i]
         return
-    if len(train) == 1 and train[0]["amount"] == 1.0 and train[0]["split"] == "train":
-        keys: dict[str, Any] = {"data.source": train[0]["source"]}
-    else:
-        keys = {"data.source": None, "data.mixer": train}
+    keys: dict[str, Any] = {"data.source": None, "data.mixer": train}
     differs = ""
     if evals is not None:
         trained_on = {(p["source"], p["split"]) for p in train}
@@ -629,8 +624,6 @@ def _data_keys(out: Imported, seen: dict[str, Any]) -> None:
                 "training data); judgeflow holds validation out by prompt instead "
                 "(data.val_fraction)"
             )
-        elif len(evals) == 1 and evals[0]["amount"] == 1.0 and evals[0]["split"] == "train":
-            keys["data.val_source"] = evals[0]["source"]
         else:
             keys |= {"data.val_source": None, "data.eval_mixer": evals}
     out.keys.update(keys)

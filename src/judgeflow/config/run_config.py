@@ -25,6 +25,13 @@ from judgeflow.config.section import Section
 from judgeflow.config.training import GrpoConfig, SftConfig
 from judgeflow.modes import Mode
 
+#: LLaMA-Factory data arguments it does not apply to a tokenized dataset (`tokenized_path`),
+#: which is what SFT trains on under `data.chat_template`.
+TOKENIZED_IGNORES = frozenset({
+    "packing", "neat_packing", "val_size", "eval_dataset", "mask_history", "train_on_prompt",
+    "dataset", "dataset_dir", "template", "cutoff_len", "max_samples", "streaming",
+})  # fmt: skip
+
 # `register` names ABCMeta.register, a method of the metaclass that instances never see; pydantic
 # warns about the shadowing all the same. The key is `register.*` because users type it.
 with warnings.catch_warnings():
@@ -87,6 +94,13 @@ with warnings.catch_warnings():
                 raise ValueError(
                     "data.chat_template holds `${`, which verl's config reads as an "
                     "interpolation: write it apart in the Jinja (`'$' ~ '{'`)"
+                )
+            ignored = sorted(set(self.sft.extra) & TOKENIZED_IGNORES)
+            if template and self.sft.enabled and ignored:
+                raise ValueError(
+                    f"sft.extra sets {', '.join(ignored)}, which LLaMA-Factory ignores on the rows "
+                    "judgeflow tokenizes with data.chat_template (it reads them as they are): "
+                    "leave them out, or the chat template"
                 )
             if (self.data.mixer or self.data.eval_mixer) and self.mode != "rlvr":
                 raise ValueError(

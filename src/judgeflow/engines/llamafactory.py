@@ -421,9 +421,13 @@ def run_sft(
 
         from judgeflow.engines.templated_sft import tokenize_rows
 
-        shutil.rmtree(work / "tokenized", ignore_errors=True)  # LLaMA-Factory would reuse it
+        # each node its own folder (the nodes share the output folder); a stale one would be
+        # reused by LLaMA-Factory as it is
+        node = {**os.environ, **(env or {})}.get("NODE_RANK", "0")
+        folder = work / f"tokenized-node{node}"
+        shutil.rmtree(folder, ignore_errors=True)
         done = tokenize_rows(
-            parquet, params.model_path, params.chat_template, params.cutoff_len, work / "tokenized"
+            parquet, params.model_path, params.chat_template, params.cutoff_len, folder
         )
         tokenized = done.path
         say(

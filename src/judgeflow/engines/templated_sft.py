@@ -8,7 +8,8 @@ in, exactly as GRPO and the evaluation render a prompt: each row trains on its l
 turn, the conversation before it the prompt (`add_generation_prompt=True`, the text GRPO asks),
 labels on the reply only. The reply is what the template renders after that prompt; where the
 template's prompt is not the start of its rendered conversation (the R1 templates end the prompt
-in `Assistant: <think>`), the reply is the assistant's text and the EOS token.
+in `Assistant: <think>`), the reply is the assistant's text and the EOS token, less what the
+prompt already said of it (a reply `<think>…` after a prompt ending in `<think>`).
 """
 
 from __future__ import annotations
@@ -51,7 +52,17 @@ def prompt_and_reply(
     prompt, whole = render(last, True), render(last + 1, False)
     if whole.startswith(prompt) and len(whole) > len(prompt):
         return prompt, whole[len(prompt) :]
-    return prompt, turns[last]["content"] + (tokenizer.eos_token or "")
+    content = turns[last]["content"]
+    said = _overlap(prompt, content)  # the prompt already opened the reply (`<think>`)
+    return prompt, content[said:] + (tokenizer.eos_token or "")
+
+
+def _overlap(prompt: str, reply: str) -> int:
+    """How many characters (two or more) the reply starts with that the prompt ends with."""
+    for size in range(min(len(prompt), len(reply)), 1, -1):
+        if prompt.endswith(reply[:size]):
+            return size
+    return 0
 
 
 def tokenize_rows(

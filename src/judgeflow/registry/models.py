@@ -192,7 +192,7 @@ def decide(
             f"kept as challenger: {against} has no {metric} on this evaluation set, so the two "
             "cannot be compared; promote it with register.force=true"
         )
-    if value > champion_value + margin:
+    if value > champion_value + margin + TIE:
         return True, (
             f"promoted: {metric} {value:.4f} beats {against} by more than the margin {margin:g}"
         )
@@ -200,6 +200,11 @@ def decide(
         f"kept as challenger: {metric} {value:.4f} does not beat {against} by more than the "
         f"margin {margin:g}"
     )
+
+
+#: Two values closer than this are a tie: a rate summed in another order (7/76 as a mean of
+#: per-row scores) must not promote a version over one that scored the same.
+TIE = 1e-9
 
 
 def champion_not_found(champion: VersionInfo, tracking_uri: str | None) -> ChampionNotFoundError:

@@ -206,7 +206,9 @@ def sft_source_config(cfg: RunConfig) -> RunConfig:
     """`cfg` with `data.source` pointing at the SFT source, so `download` fetches it."""
     if not cfg.sft.source:
         raise ValueError("sft.source is not set")
-    data = cfg.data.model_copy(update={"source": cfg.sft.source, "mixer": None, "revision": None})
+    data = cfg.data.model_copy(
+        update={"source": cfg.sft.source, "mixer": None, "eval_mixer": None, "revision": None}
+    )
     return cfg.model_copy(update={"data": data})
 
 
