@@ -108,14 +108,18 @@ def source_fingerprint(source: str, revision: str | None = None) -> list[dict[st
     return out
 
 
+def mixer_listing(mixer: list[MixerSource]) -> list[list[Any]]:
+    """What a mixture's download holds: each source (no password), revision, split and what it
+    lists now (`source_fingerprint`)."""
+    return [
+        [strip_credentials(p.source), p.revision, p.split, source_fingerprint(p.source, p.revision)]
+        for p in mixer
+    ]
+
+
 def download_key(cfg: RunConfig) -> str:
-    if cfg.data.mixer:  # every source, split and listing
-        parts = [
-            [strip_credentials(p.source), p.revision, p.split,
-             source_fingerprint(p.source, p.revision)]
-            for p in cfg.data.mixer
-        ]  # fmt: skip
-        return "download-" + digest("mixer", parts)
+    if cfg.data.mixer:
+        return "download-" + digest("mixer", mixer_listing(cfg.data.mixer))
     assert cfg.data.source is not None  # DataConfig: a source or a mixer
     fingerprint = source_fingerprint(cfg.data.source, cfg.data.revision)
     source = strip_credentials(cfg.data.source)  # a key is kept: the data's name, no password

@@ -57,14 +57,9 @@ def _download_mixture(
 ) -> Manifest:
     """Every mixer source's split into its own folder (`00/`, `01/`, … in mixer order) of one
     manifest, keyed by the sources, revisions, splits and listing fingerprints."""
-    from judgeflow.caching import digest, source_fingerprint
+    from judgeflow.caching import digest, mixer_listing
 
-    parts = [
-        [strip_credentials(p.source), p.revision or "", p.split,
-         digest(source_fingerprint(p.source, p.revision))]
-        for p in mixer
-    ]  # fmt: skip
-    key = _short_hash("mixer", json.dumps(parts))
+    key = _short_hash("mixer", digest(mixer_listing(mixer)))
     store = store_for(cfg)
     dest = store.local_dir("sources", key)
     files = []
