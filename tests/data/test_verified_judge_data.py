@@ -13,6 +13,7 @@ from judgeflow.dev.rlvr_demo_data import demo_rows as rlvr_rows
 from judgeflow.dev.verified_judge_data import (
     FILES,
     OTHER_KIND,
+    OWN_PIECES,
     PIECES,
     ROUNDS,
     SAME_KIND,
@@ -45,9 +46,16 @@ def test_the_judges_labels_are_the_verifiers_and_the_right_option_scores_4() -> 
         r["output"][0]["answer"]["label"]["helpfulness"] for r in rows["verified_judge.jsonl"]
     )
     # both options of every training question, SAME_KIND answers of its kind that are neither
-    # option, OTHER_KIND of another kind, and a letter for an animal question
+    # option, OTHER_KIND of another kind, pieces of words and pieces of its own right answer
     zeros = sum(
-        ROUNDS[r["dataset"]] * (1 + SAME_KIND[r["dataset"]] + OTHER_KIND[r["dataset"]] + PIECES)
+        ROUNDS[r["dataset"]]
+        * (
+            1
+            + SAME_KIND[r["dataset"]]
+            + OTHER_KIND[r["dataset"]]
+            + PIECES
+            + OWN_PIECES[r["dataset"]]
+        )
         for r in train
     )
     assert labels[4] == sum(ROUNDS[r["dataset"]] for r in train) and labels[0] == zeros
@@ -84,6 +92,26 @@ def test_every_wrong_animal_is_shown_against_every_reference_about_as_often() ->
             pairs[reference, answer["content"]] += 1
     counts = [pairs[r, a] for r in ANIMALS for a in ANIMALS if r != a]
     assert min(counts) >= 4 and max(counts) - min(counts) <= 4, Counter(counts)
+
+
+def test_a_piece_of_the_right_answer_is_refused_for_every_animal() -> None:
+    """A piece of the right answer ("she" of "sheep") is wrong, and the judge is shown so for
+    every animal, in pieces from both ends (a judge that never met them paid "she" as "sheep")."""
+    own: dict[str, set[str]] = {}
+    for row in demo_rows()["verified_judge.jsonl"]:
+        reference = row["input"][0]["content"].split("Reference answer: ")[1]
+        answer = row["output"][0]["answer"]
+        word = answer["content"]
+        piece = word != reference and (reference.startswith(word) or reference.endswith(word))
+        if reference in ANIMALS and piece:
+            assert answer["label"] == {"helpfulness": 0}, row
+            own.setdefault(reference, set()).add(word)
+    assert set(own) == set(ANIMALS)
+    assert {"she", "shee", "wol"} <= own["sheep"] | own["wolf"]
+    assert all(
+        any(reference.startswith(p) for p in pieces) and any(reference.endswith(p) for p in pieces)
+        for reference, pieces in own.items()
+    ), own
 
 
 def test_the_policy_never_meets_a_verifier_and_the_held_out_questions_stay_out() -> None:

@@ -46,6 +46,7 @@ from judgeflow.dev.rlvr_demo_data import demo_rows as rlvr_rows
 __all__ = [
     "FILES",
     "OTHER_KIND",
+    "OWN_PIECES",
     "PIECES",
     "ROUNDS",
     "SAME_KIND",
@@ -74,14 +75,24 @@ OTHER_KIND = {"string_matcher": 1, "gsm8k": 3}
 #: thinking never met one derails on it ("reference cat, answer, answer bear: right"), and a
 #: policy paid by it learnt to answer "ear" to every question.
 PIECES = 2
+#: Pieces of the question's own right answer per question ("she" of "sheep", "wol" of "wolf";
+#: digits have none): a truncated right answer is wrong. A judge that never met one pays it as
+#: the word it begins, and a policy paid by it learnt to answer "she" and "wol".
+OWN_PIECES = {"string_matcher": 2, "gsm8k": 0}
 #: How often each question's candidates are made (a number question has a quarter of an animal
-#: question's rows: twice, so that the judge learns digits as well as animals).
-ROUNDS = {"string_matcher": 1, "gsm8k": 2}
+#: question's rows: three times, so that the judge learns digits as well as animals).
+ROUNDS = {"string_matcher": 1, "gsm8k": 3}
 #: The pieces of words `PIECES` are dealt from (115).
 FRAGMENTS = sorted(
     {w[:i] for w in (*ANIMALS, *OBJECTS) for i in range(1, len(w))}
     | {w[i:] for w in (*ANIMALS, *OBJECTS) for i in range(1, len(w))} - {*ANIMALS, *OBJECTS}
 )
+
+
+def _pieces(word: str) -> list[str]:
+    """Every start and end of `word` that is not a word of the task ("she", "eep" of "sheep")."""
+    cut = {word[:i] for i in range(1, len(word))} | {word[i:] for i in range(1, len(word))}
+    return sorted(cut - {*ANIMALS, *OBJECTS})
 
 
 def _options(question: str) -> tuple[str, str]:
@@ -126,11 +137,12 @@ class _Cycle:
 
 
 def _candidates(
-    row: dict[str, Any], rng: random.Random, cycle: _Cycle, fragments: _Cycle
+    row: dict[str, Any], rng: random.Random, cycle: _Cycle, fragments: _Cycle, own: _Cycle
 ) -> list[tuple[str, int]]:
     """(answer, verifiers' label) for both options of an RLVR row, `SAME_KIND`
     answers of its kind that are not among them (animals, digits; dealt by `cycle`),
-    `OTHER_KIND` of another kind and `PIECES` pieces of words (dealt by `fragments`)."""
+    `OTHER_KIND` of another kind, `PIECES` pieces of words (dealt by `fragments`) and
+    `OWN_PIECES` pieces of its right answer (dealt by `own`, per reference)."""
     options = _options(row["messages"][0]["content"])
     digits = [str(d) for d in range(10)]
     same, other = (ANIMALS, digits) if row["dataset"] == "string_matcher" else (digits, ANIMALS)
@@ -141,6 +153,9 @@ def _candidates(
         ),
     ]
     elsewhere += fragments.deal("", FRAGMENTS, PIECES, options)
+    reference = row["ground_truth"]
+    taken = (*options, *elsewhere)
+    elsewhere += own.deal(reference, _pieces(reference), OWN_PIECES[row["dataset"]], taken)
     return [(answer, _verified(row, answer)) for answer in (*options, *elsewhere)]
 
 
@@ -194,13 +209,13 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
     rlvr = rlvr_rows()
     train, val = rlvr["tinyrlvr.jsonl"], rlvr["tinyrlvr_val.jsonl"]
     rng = random.Random(_SEED)
-    cycle, fragments = _Cycle(rng), _Cycle(rng)
+    cycle, fragments, own = _Cycle(rng), _Cycle(rng), _Cycle(rng)
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in FILES}
     sft: list[tuple[str, str, str, int]] = []
     for row in train:
         query = judge_query(row)
         for _ in range(ROUNDS[row["dataset"]]):
-            for answer, score in _candidates(row, rng, cycle, fragments):
+            for answer, score in _candidates(row, rng, cycle, fragments, own):
                 out["verified_judge.jsonl"].append(_openjudge(query, answer, score, row["dataset"]))
                 sft.append((query, row["ground_truth"], answer, score))
         out["verified_policy.jsonl"].append(
@@ -224,9 +239,9 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
                 ]
             }
         )
-    val_cycle, val_fragments = _Cycle(rng), _Cycle(rng)
+    val_cycle, val_fragments, val_own = _Cycle(rng), _Cycle(rng), _Cycle(rng)
     for row in val:
-        for answer, score in _candidates(row, rng, val_cycle, val_fragments):
+        for answer, score in _candidates(row, rng, val_cycle, val_fragments, val_own):
             out["verified_judge_val.jsonl"].append(
                 _openjudge(judge_query(row), answer, score, row["dataset"])
             )
