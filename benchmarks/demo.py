@@ -224,7 +224,7 @@ def seeds(
 MIN_JUDGED_GAIN = 0.10
 _PAID_BY = re.compile(r"paid by +: (\S+)")
 _PANEL = re.compile(r"judge panel +: (.+?) \(each rollout")
-_GATE = re.compile(r"hacking gate +: (clear|suspected)")
+_GATE = re.compile(r"hacking gate +: (clear|suspected)(.*)")
 _CHAMPION = re.compile(
     r"registered +: rlvr-judged-policy v\d+ (promoted|first version|already champion)"
 )
@@ -302,6 +302,20 @@ def _judge_on_held_out(
     return out
 
 
+def _examples(
+    answered: Sequence[dict[str, Any]], questions: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The answers shown: the first `_EXAMPLES` held-out rows, split evenly between the rows'
+    verifiers where they have several (animal and number questions alike)."""
+    kinds = list(dict.fromkeys(str(q.get("dataset")) for q in questions))
+    each = _EXAMPLES // len(kinds)
+    return [
+        row
+        for kind in kinds
+        for row in [r for r in answered if questions[int(r["index"])].get("dataset") == kind][:each]
+    ]
+
+
 def _judged_run(home: Path, sets: Sequence[str], profile: str = "tiny") -> dict[str, Any]:
     t0 = time.monotonic()
     output, metrics = run_tiny(home, "rlvr-judged", sets, profile=profile)
@@ -340,6 +354,7 @@ def _judged_run(home: Path, sets: Sequence[str], profile: str = "tiny") -> dict[
         "judge_paid_gain": paid_gain,
         "format_failure_rate": failures,
         "hacking_gate": gate.group(1) if gate else None,
+        "hacking_gate_says": (gate.group(1) + gate.group(2)).strip() if gate else None,
         "champion": champion,
         "meets_bar": (
             gain >= MIN_JUDGED_GAIN
@@ -359,7 +374,7 @@ def _judged_run(home: Path, sets: Sequence[str], profile: str = "tiny") -> dict[
                     "judge_paid": r["reward"] if not verified else None,
                     "reference_f1": round(float(r.get("reference_f1", 0.0)), 3),
                 }
-                for r in answered[:_EXAMPLES]
+                for r in _examples(answered, questions)
             ]
             for label, answered in rows.items()
         },
