@@ -106,6 +106,19 @@ def judged_seeds_table(source: Path) -> str:
         f"`benchmarks/results/{source.name}`: {describe(results)}, on "
         f"{results['machine']['cpu']} ({results['machine']['cores']} cores).",
     ]
+    said = [
+        f"- {run['seed']}{', tiny-hackable' if run is results['hackable'] else ''}: "
+        f"{cell(run['hacking_gate_says'])}"
+        for run in [*results["runs"], results["hackable"]]
+        if run.get("hacking_gate_says")
+    ]
+    if said:
+        lines += [
+            "",
+            "What the hacking gate said (`judgeflow.reward.hacking`), per run:",
+            "",
+            *said,
+        ]
     return "\n".join(lines)
 
 

@@ -342,6 +342,46 @@ def value_text(value: Any) -> str:
 _REQUIRED = object()
 
 
+def item_model(annotation: Any) -> type[BaseModel] | None:
+    """The model of each item of a list-of-models key (`data.mixer`: `MixerSource`), else None."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin in (Union, types.UnionType):
+        found = [item_model(a) for a in args if a is not type(None)]
+        return next((m for m in found if m is not None), None)
+    if origin is list and args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
+        return args[0]
+    return None
+
+
+def item_tables(fields: Sequence[tuple[str, FieldInfo]]) -> list[str]:
+    """For each model a list key of the section holds (once per model): its fields, with type,
+    default and description, as each item of the list is written."""
+    lines: list[str] = []
+    by_model: dict[type[BaseModel], list[str]] = {}
+    for key, field in fields:
+        model = item_model(field.annotation)
+        if model is not None:
+            by_model.setdefault(model, []).append(key)
+    for model, keys in by_model.items():
+        rows = []
+        for name, field in model.model_fields.items():
+            default = field_default(field)
+            bounds = constraint_text(field)
+            kind = type_text(field.annotation)
+            rows.append(
+                [
+                    code(name),
+                    f"{kind} ({bounds})" if bounds else kind,
+                    "*required*" if default is _REQUIRED else value_text(default),
+                    prose(field.description or ""),
+                ]
+            )
+        named = " and ".join(code(k) for k in keys)
+        lines += ["", f"Each item of {named} ({code(model.__name__)}):", ""]
+        lines += table(["field", "type", "default", "description"], rows)
+    return lines
+
+
 def field_default(field: FieldInfo) -> Any:
     """The model's default, unvalidated: `${JUDGEFLOW_HOME}/…` stays as written."""
     if field.is_required():
@@ -492,6 +532,7 @@ def render_config() -> str:
         if not any(readers.values()):  # no column that says nothing
             header, rows = header[:-1], [row[:-1] for row in rows]
         lines += table(header, rows)
+        lines += item_tables(fields)
         lines += ["", "Values in the presets:", ""]
         rows = []
         for key, field in fields:
