@@ -6,7 +6,7 @@
     .venv/bin/python benchmarks/demo.py rules      # what one-line rules score on the demo data
     .venv/bin/python benchmarks/demo.py seeds --modes rlvr --output demo-seeds-rlvr.json
     .venv/bin/python benchmarks/demo.py rlvr-rules # what one-line rules score on the RLVR task
-    .venv/bin/python benchmarks/demo.py judged     # a judge pays a policy, seeds 1-3 (about 12 min)
+    .venv/bin/python benchmarks/demo.py judged     # a judge pays a policy, seeds 1-3 (about half an hour)
 
 Every run is `judgeflow run grpo-<mode> --profile tiny [--set data.seed=S]` as a subprocess in
 a fresh JUDGEFLOW_HOME (a temp dir; the tiny model built as `make demo`'s bootstrap builds it),
