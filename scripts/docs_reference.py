@@ -353,6 +353,20 @@ def item_model(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
+def field_cells(field: FieldInfo) -> list[str]:
+    """A key's type (with its allowed range), its default and what it does, as table cells."""
+    kind, bounds, default = (
+        type_text(field.annotation),
+        constraint_text(field),
+        field_default(field),
+    )
+    return [
+        f"{kind} ({bounds})" if bounds else kind,
+        "*required*" if default is _REQUIRED else value_text(default),
+        prose(field.description or ""),
+    ]
+
+
 def item_tables(fields: Sequence[tuple[str, FieldInfo]]) -> list[str]:
     """For each model a list key of the section holds (once per model): its fields, with type,
     default and description, as each item of the list is written."""
@@ -363,19 +377,7 @@ def item_tables(fields: Sequence[tuple[str, FieldInfo]]) -> list[str]:
         if model is not None:
             by_model.setdefault(model, []).append(key)
     for model, keys in by_model.items():
-        rows = []
-        for name, field in model.model_fields.items():
-            default = field_default(field)
-            bounds = constraint_text(field)
-            kind = type_text(field.annotation)
-            rows.append(
-                [
-                    code(name),
-                    f"{kind} ({bounds})" if bounds else kind,
-                    "*required*" if default is _REQUIRED else value_text(default),
-                    prose(field.description or ""),
-                ]
-            )
+        rows = [[code(name), *field_cells(field)] for name, field in model.model_fields.items()]
         named = " and ".join(code(k) for k in keys)
         lines += ["", f"Each item of {named} ({code(model.__name__)}):", ""]
         lines += table(["field", "type", "default", "description"], rows)
@@ -516,18 +518,7 @@ def render_config() -> str:
         readers = {key: read_only_by(key) for key, _ in fields}
         rows = []
         for key, field in fields:
-            kind = type_text(field.annotation)
-            bounds = constraint_text(field)
-            default = field_default(field)
-            rows.append(
-                [
-                    f"{code(key)}",
-                    f"{kind} ({bounds})" if bounds else kind,
-                    "*required*" if default is _REQUIRED else value_text(default),
-                    prose(field.description or ""),
-                    readers[key],
-                ]
-            )
+            rows.append([code(key), *field_cells(field), readers[key]])
         header = ["key", "type", "default", "description", "read only by"]
         if not any(readers.values()):  # no column that says nothing
             header, rows = header[:-1], [row[:-1] for row in rows]

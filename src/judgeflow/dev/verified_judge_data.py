@@ -12,7 +12,8 @@ Y?", "Which number is larger: x or y?"), split as it splits them:
   (the bare word: `judge_reward` strips the thinking and the answer tags): its two options,
   `SAME_KIND` words of its kind that are not among them (other animals, other digits; dealt so
   that every wrong word meets every reference about as often), `OTHER_KIND` words of another
-  kind and `PIECES` pieces of words ("ear", "f"), labelled by the task's own verifiers
+  kind, `PIECES` pieces of words ("ear", "f") and `OWN_PIECES` of its own right answer
+  ("she" of "sheep"), labelled by the task's own verifiers
   (`string_matcher`, `gsm8k`, run through `judgeflow.rewards.rlvr`): 4 where they pay the
   answer, 0 where they do not. The judge learns from the verifiers what a right answer is.
 - **Judge SFT rows** (`verified_judge_sft.jsonl`): the verifiers' verdicts on the same rows in
@@ -82,17 +83,16 @@ OWN_PIECES = {"string_matcher": 2, "gsm8k": 0}
 #: How often each question's candidates are made (a number question has a quarter of an animal
 #: question's rows: three times, so that the judge learns digits as well as animals).
 ROUNDS = {"string_matcher": 1, "gsm8k": 3}
-#: The pieces of words `PIECES` are dealt from (115).
-FRAGMENTS = sorted(
-    {w[:i] for w in (*ANIMALS, *OBJECTS) for i in range(1, len(w))}
-    | {w[i:] for w in (*ANIMALS, *OBJECTS) for i in range(1, len(w))} - {*ANIMALS, *OBJECTS}
-)
 
 
 def _pieces(word: str) -> list[str]:
     """Every start and end of `word` that is not a word of the task ("she", "eep" of "sheep")."""
     cut = {word[:i] for i in range(1, len(word))} | {word[i:] for i in range(1, len(word))}
     return sorted(cut - {*ANIMALS, *OBJECTS})
+
+
+#: The pieces of words `PIECES` are dealt from (115).
+FRAGMENTS = sorted({piece for word in (*ANIMALS, *OBJECTS) for piece in _pieces(word)})
 
 
 def _options(question: str) -> tuple[str, str]:
