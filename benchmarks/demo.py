@@ -222,6 +222,8 @@ def seeds(
 #: above the policy's start, format failures at most MAX_FORMAT_FAILURES, the judge's pay up,
 #: the hacking gate clear and the policy champion.
 MIN_JUDGED_GAIN = 0.10
+#: The judge-paid demo's held-out questions (the tiny profile's data.val_source), with verifiers.
+JUDGED_HELD_OUT = "rlvr_judged/verified_policy_val.jsonl"
 _PAID_BY = re.compile(r"paid by +: (\S+)")
 _PANEL = re.compile(r"judge panel +: (.+?) \(each rollout")
 _GATE = re.compile(r"hacking gate +: (clear|suspected)(.*)")
@@ -274,7 +276,7 @@ def _judge_on_held_out(
         judges[ref] = LocalJudge(
             version.model_uri, "pointwise", max_new_tokens=tokens, batch_size=32
         )
-    questions = _held_out("rlvr/tinyrlvr_val.jsonl")
+    questions = _held_out(JUDGED_HELD_OUT)
     out: dict[str, Any] = {}
     for label, answered in rows.items():
         items = [  # shown as it is shown a training question: with its reference
@@ -297,6 +299,10 @@ def _judge_on_held_out(
                     "judge_format_failures": scores.count(None)}  # fmt: skip
             if name == "panel":
                 out[label].update(view)
+                # what it would pay each answer, for the examples (not written as a figure)
+                out[label]["_paid"] = {
+                    int(r["index"]): s for r, s in zip(answered, scores, strict=True)
+                }
             elif len(judges) > 1:
                 out[label].setdefault("judges", {})[name] = view
     return out
@@ -330,12 +336,13 @@ def _judged_run(home: Path, sets: Sequence[str], profile: str = "tiny") -> dict[
         primary = "verifiable_correct_rate"
         refs = [paid_by.group(1), *(panel.group(1).split(", ") if panel else [])]
         judged = _judge_on_held_out(home, refs, rows) if paid_by else {}
-        questions = _held_out("rlvr/tinyrlvr_val.jsonl")
+        questions = _held_out(JUDGED_HELD_OUT)
     else:  # the judge's own questions: it paid the held-out rows, reference_f1 beside it
         primary = "reference_f1"
         judged = {label: {"judge_paid_mean": (sft if label == "sft" else after)["overall"][
             "reward_mean"]} for label in rows}  # fmt: skip
         questions = _held_out("rlvr_judged/tinyjudged_val.jsonl")
+    paid = {label: view.pop("_paid", {}) for label, view in judged.items()}
     gain = after["overall"][primary] - sft["overall"][primary]
     failures = after["overall"].get("format_failure_rate", 0.0)
     paid_gain = judged["after"]["judge_paid_mean"] - judged["sft"]["judge_paid_mean"]
@@ -371,7 +378,8 @@ def _judged_run(home: Path, sets: Sequence[str], profile: str = "tiny") -> dict[
                     "reference": questions[int(r["index"])]["ground_truth"],
                     "answer": r["completion"],
                     "verifiers": float(r.get("verifiable_reward", 0.0)) > 0 if verified else None,
-                    "judge_paid": r["reward"] if not verified else None,
+                    # verified: what the judge would pay (it never paid held-out rows)
+                    "judge_paid": paid[label].get(int(r["index"])) if verified else r["reward"],
                     "reference_f1": round(float(r.get("reference_f1", 0.0)), 3),
                 }
                 for r in _examples(answered, questions)

@@ -4,7 +4,6 @@ and the policy's rows name no verifier."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from judgeflow.dev.verified_judge_data import (
     OTHER_KIND,
     OWN_PIECES,
     PIECES,
+    POLICY_VERIFIERS,
     ROUNDS,
     SAME_KIND,
     demo_rows,
@@ -122,14 +122,27 @@ def test_the_policy_never_meets_a_verifier_and_the_held_out_questions_stay_out()
     shown = {r["query"] for r in rows["verified_policy.jsonl"]}
     judged = {r["input"][0]["content"] for r in rows["verified_judge.jsonl"]}
     held_out = {r["messages"][0]["content"] for r in rlvr["tinyrlvr_val.jsonl"]}
-    assert shown == judged and not (trained & held_out)
+    assert shown < judged and not (trained & held_out)
     assert all("Reference answer" not in question for question in trained)
     assert {r["input"][0]["content"] for r in rows["verified_judge_val.jsonl"]} == {
         judge_query(r) for r in rlvr["tinyrlvr_val.jsonl"]
     }
-    # the policy's held-out rows are the RLVR demo's, verifiers and all
-    shipped = SAMPLES.parent / "rlvr" / "tinyrlvr_val.jsonl"
-    assert {json.loads(line)["dataset"] for line in shipped.read_text().splitlines()} == {
-        "string_matcher",
-        "gsm8k",
-    }
+
+
+def test_the_policy_is_paid_and_measured_on_the_animal_questions_only() -> None:
+    """The judge learns both kinds of question; the policy's SFT, training and held-out rows are
+    the RLVR demo's animal ones (POLICY_VERIFIERS), each of them, the held-out rows with their
+    verifiers (which measure the policy and never pay it)."""
+    rows, rlvr = demo_rows(), rlvr_rows()
+    assert POLICY_VERIFIERS == ("string_matcher",)
+    judged_kinds = {r["source"] for r in rows["verified_judge.jsonl"]}
+    assert judged_kinds == {"verified/string_matcher", "verified/gsm8k"}
+    animal = [r for r in rlvr["tinyrlvr.jsonl"] if r["dataset"] == "string_matcher"]
+    assert [r["messages"] for r in rows["verified_policy.jsonl"]] == [r["messages"] for r in animal]
+    assert rows["verified_policy_val.jsonl"] == [
+        r for r in rlvr["tinyrlvr_val.jsonl"] if r["dataset"] == "string_matcher"
+    ]
+    sft = rows["verified_policy_sft.jsonl"]
+    assert [r["messages"][:1] for r in sft] == [r["messages"] for r in animal]
+    assert all(r in rlvr["tinyrlvr_sft.jsonl"] for r in sft)
+    assert len(rows["verified_policy_val.jsonl"]) == 56

@@ -24,12 +24,14 @@ Y?", "Which number is larger: x or y?"), split as it splits them:
   verifiers' judgement at once; GRPO then sharpens it.
 - **Judge validation rows** (`verified_judge_val.jsonl`): the held-out questions' candidates,
   made and labelled the same way; the judge never trains on them.
-- **Policy rows** (`verified_policy.jsonl`): the training questions with `dataset: judge`, the
-  right option as `ground_truth` and `query` what the judge is shown (the question with that
-  reference; the policy is shown the question alone): the judge alone pays them, the policy
-  never meets a verifier. The policy's SFT rows and held-out rows are the RLVR
-  demo's own (`samples/rlvr/tinyrlvr_sft.jsonl`, `tinyrlvr_val.jsonl`): the held-out rows keep
-  their verifiers, which measure the policy and never pay it.
+- **Policy rows** (`verified_policy.jsonl`): the training questions the policy is paid on
+  (`POLICY_VERIFIERS`: the animal ones) with `dataset: judge`, the right option as
+  `ground_truth` and `query` what the judge is shown (the question with that reference; the
+  policy is shown the question alone): the judge alone pays them, the policy never meets a
+  verifier. Its SFT rows (`verified_policy_sft.jsonl`) and held-out rows
+  (`verified_policy_val.jsonl`) are the RLVR demo's own for those questions
+  (`samples/rlvr/tinyrlvr_sft.jsonl`, `tinyrlvr_val.jsonl`): the held-out rows keep their
+  verifiers, which measure the policy and never pay it.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ __all__ = [
     "OTHER_KIND",
     "OWN_PIECES",
     "PIECES",
+    "POLICY_VERIFIERS",
     "ROUNDS",
     "SAME_KIND",
     "demo_rows",
@@ -61,6 +64,8 @@ FILES = (
     "verified_judge_sft.jsonl",
     "verified_judge_val.jsonl",
     "verified_policy.jsonl",
+    "verified_policy_sft.jsonl",
+    "verified_policy_val.jsonl",
 )
 #: The row `dataset` a trained judge pays (one of `reward.judge_datasets`' defaults).
 DATASET = "judge"
@@ -80,6 +85,12 @@ PIECES = 2
 #: digits have none): a truncated right answer is wrong. A judge that never met one pays it as
 #: the word it begins, and a policy paid by it learnt to answer "she" and "wol".
 OWN_PIECES = {"string_matcher": 2, "gsm8k": 0}
+#: The questions the policy is paid on and measured by, by their verifier: the animal ones. The
+#: judge learns both kinds, but the 0.56M-parameter policy does not learn to compare digits
+#: under any payer in the demo's 600 steps: paid by the verifiers themselves (`judgeflow run
+#: rlvr --profile tiny`) as by this judge, it answers one digit ("4", "5") to half the held-out
+#: number questions, which the hacking gate rightly calls degenerate.
+POLICY_VERIFIERS = ("string_matcher",)
 #: How often each question's candidates are made (a number question has a quarter of an animal
 #: question's rows: three times, so that the judge learns digits as well as animals).
 ROUNDS = {"string_matcher": 1, "gsm8k": 3}
@@ -99,6 +110,11 @@ def _options(question: str) -> tuple[str, str]:
     body = question.split(": ", 1)[1].split("?", 1)[0]
     first, second = body.split(" or ")
     return first, second
+
+
+def _kind(question: str) -> str:
+    """The verifier of an RLVR demo question, from its wording (the SFT rows do not name it)."""
+    return "string_matcher" if question.startswith("Which is an animal") else "gsm8k"
 
 
 def _verified(row: dict[str, Any], answer: str) -> int:
@@ -205,7 +221,7 @@ def _openjudge(question: str, answer: str, score: int, dataset: str) -> dict[str
 
 
 def demo_rows() -> dict[str, list[dict[str, Any]]]:
-    """The four files' rows, by file name."""
+    """The six files' rows, by file name."""
     rlvr = rlvr_rows()
     train, val = rlvr["tinyrlvr.jsonl"], rlvr["tinyrlvr_val.jsonl"]
     rng = random.Random(_SEED)
@@ -218,6 +234,8 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
             for answer, score in _candidates(row, rng, cycle, fragments, own):
                 out["verified_judge.jsonl"].append(_openjudge(query, answer, score, row["dataset"]))
                 sft.append((query, row["ground_truth"], answer, score))
+        if row["dataset"] not in POLICY_VERIFIERS:
+            continue
         out["verified_policy.jsonl"].append(
             {
                 "messages": row["messages"],
@@ -239,6 +257,12 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
                 ]
             }
         )
+    out["verified_policy_sft.jsonl"] = [
+        r
+        for r in rlvr["tinyrlvr_sft.jsonl"]
+        if _kind(r["messages"][0]["content"]) in POLICY_VERIFIERS
+    ]
+    out["verified_policy_val.jsonl"] = [r for r in val if r["dataset"] in POLICY_VERIFIERS]
     val_cycle, val_fragments, val_own = _Cycle(rng), _Cycle(rng), _Cycle(rng)
     for row in val:
         for answer, score in _candidates(row, rng, val_cycle, val_fragments, val_own):
@@ -249,5 +273,5 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
 
 
 def write_demo_data(out_dir: str | Path) -> list[Path]:
-    """Write the four files into `out_dir` (the shipped ones live in `samples/rlvr_judged/`)."""
+    """Write the six files into `out_dir` (the shipped ones live in `samples/rlvr_judged/`)."""
     return write_jsonl_files(out_dir, demo_rows())
