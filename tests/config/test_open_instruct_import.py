@@ -132,8 +132,26 @@ def test_the_qwen_zero_and_llm_judge_scripts_map_their_own_settings() -> None:
     # what it leaves unset is open-instruct's default, not the Tulu preset's
     assert judge.keys["grpo.save_freq"] == 200 and judge.keys["rlvr.non_stop_penalty"] is False
     assert judge.keys["grpo.ppo_mini_batch_size"] == 8  # num_mini_batches' default: 1
+    # the LM-judge verifiers: the same server (litellm's hosted_vllm/ at $HOSTED_VLLM_API_BASE),
+    # asked with open-instruct's prompts (reward.judge_mode llm), by verl's batch reward manager
+    assert {k: v for k, v in judge.keys.items() if k.startswith("reward.")} == {
+        "reward.judge_url": "http://saturn-cs-aus-234.reviz.ai2.in:8001/v1",
+        "reward.judge_api": "openai", "reward.judge_mode": "llm",
+        "reward.judge_model": "Qwen/Qwen3-32B", "reward.judge_max_new_tokens": 2048,
+        "reward.judge_timeout_s": 600.0,
+    }  # fmt: skip
+    assert judge.keys["grpo.reward_manager"] == "batch"
     said = dict((f.name, why) for f, why in judge.unmapped)
-    assert "LLM-judge verifiers are not built" in said["llm_judge_model"]
+    assert "cuts the conversation to fit" in said["llm_judge_max_context_length"]
+    differs = dict((f.name, why) for f, why in judge.differences)
+    assert "--llm_judge_temperature (1.0 by default)" in differs["llm_judge_model"]
+    # without the server's URL the judge is said, and its settings with it, never half set
+    bare = import_script("python open_instruct/grpo_fast.py --llm_judge_model hosted_vllm/m "
+                         "--llm_judge_max_tokens 512")  # fmt: skip
+    said = dict((f.name, why) for f, why in bare.unmapped)
+    assert "$HOSTED_VLLM_API_BASE, which the script does not set" in said["llm_judge_model"]
+    assert "see llm_judge_model" in said["llm_judge_max_tokens"]
+    assert not any(k.startswith("reward.") for k in bare.keys)
     assert judge.keys["data.source"] is None  # 64 rows of one source: a mixer
     assert judge.keys["data.mixer"] == [
         {"source": "hf://datasets/hamishivi/virtuoussy_multi_subject_rlvr", "amount": 64,

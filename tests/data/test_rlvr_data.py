@@ -256,3 +256,34 @@ def test_a_mix_with_verifiers_judgeflow_lacks_names_each_and_skipping_counts_the
     result = prepare_rlvr(data, tmp_path / "out.parquet", skip_invalid=True)
     assert result.report["dropped"]["unknown_verifiers"] == {"ifeval": 2, "general-quality": 1}
     assert result.report["counts"]["rows_written"] == {"train": 2}
+
+
+def test_a_row_an_llm_judge_pays_carries_the_conversation_as_open_instruct_shows_it(
+    tmp_path: Path,
+) -> None:
+    """An LM-judge row (general-quality_ref) prepared for an LLM judge: its label is the
+    reference, and `extra_info.raw_query` is open-instruct's raw prompt (each turn
+    `role: content`, one a line), what its LM judge is shown as the conversation."""
+    from judgeflow.rewards.rlvr.llm_judge import LLM_VERIFIERS
+
+    row = {"messages": [{"role": "system", "content": "Be brief."},
+                        {"role": "user", "content": "Name a red fruit."}],
+           "ground_truth": "A strawberry.", "dataset": "general-quality_ref"}  # fmt: skip
+    data = _write(tmp_path / "judged.jsonl", [row, _row()])
+    result = prepare_rlvr(data, tmp_path / "out.parquet", judge_datasets=LLM_VERIFIERS)
+    rows = pq.read_table(result.train_path).to_pylist()
+    judged = next(r for r in rows if r["data_source"] == "general-quality_ref")
+    assert judged["reward_model"]["ground_truth"] == ["A strawberry."]
+    assert judged["extra_info"]["raw_query"] == "system: Be brief.\nuser: Name a red fruit."
+    assert judged["extra_info"]["query"] == "Name a red fruit."
+
+
+def test_an_lm_judge_row_with_no_judge_says_what_pays_it_or_why_nothing_does(
+    tmp_path: Path,
+) -> None:
+    rows = [_row(dataset="general-quality"), _row(dataset="general-refusal")]
+    with pytest.raises(DataValidationError) as err:
+        prepare_rlvr(_write(tmp_path / "lm.jsonl", rows), tmp_path / "out.parquet")
+    said = [i.message for i in err.value.issues]
+    assert "an LLM pays it with reward.judge_mode=llm and reward.judge_url" in said[0]
+    assert "judgeflow does not pay general-refusal: " in said[1] and "literal text" in said[1]

@@ -266,3 +266,47 @@ print("judged", out[0]["judged"], "unparsed", out[0]["judge_format_failure"])
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "judged 1.0 unparsed 1.0" in proc.stdout  # the random model judged, and failed to parse
+
+
+class LlmRuleJudge:
+    """An LLM that answers open-instruct's LM-judge prompts by a rule, in its JSON: an answer
+    that mentions Paris scores 9 of 10, one that says "garble" gets prose. Keeps every prompt."""
+
+    mode = "llm"
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def generate(self, prompts: Sequence[Any], *, max_new_tokens: int, **_: Any) -> list[str]:
+        texts = [p[0]["content"] for p in prompts]
+        self.prompts += texts
+        answers = [t.split("[AI Answer]\n")[1].split("\n\n")[0] for t in texts]
+        return [
+            "I cannot say" if "garble" in a else
+            f'{{"REASONING": "compared", "SCORE": "{9 if "Paris" in a else 2}"}}'
+            for a in answers
+        ]  # fmt: skip
+
+    def verdicts(self, rows: Sequence[Any]) -> list[dict[str, Any]]:
+        from judgeflow.rewards.rlvr.llm_judge import llm_verdicts
+
+        return llm_verdicts(self, rows, max_new_tokens=64)
+
+
+def test_an_llm_judge_pays_open_instructs_score_times_the_verification_reward() -> None:
+    """judge_mode llm: each general-quality_ref row's prompt is open-instruct's template over the
+    whole conversation (`raw_query`), the response's final answer and the reference; its JSON
+    SCORE / 10 pays x verification_reward, a reply that does not read pays 0 and is counted."""
+    judge = LlmRuleJudge()
+    raw = f"system: Answer briefly.\nuser: {QUERY}"
+    answers = ["<think>hm</think><answer>Paris.</answer>", "Lyon.", "garble"]
+    extras = [{"dataset": ["general-quality_ref"], "query": QUERY, "raw_query": raw, "index": 0}]
+    out = compute_score(
+        ["general-quality_ref"] * 3, answers, [[REFERENCE]] * 3, extras * 3, client=judge,
+        **RULES, **{**JUDGE, "judge_mode": "llm", "judge_datasets": ["general-quality_ref"]},
+    )  # fmt: skip
+    assert [r["score"] for r in out] == pytest.approx([9.0, 2.0, 0.0])
+    assert [r["judge_format_failure"] for r in out] == [0.0, 0.0, 1.0]
+    first = judge.prompts[0]
+    assert f"[Conversation History]\n{raw}\n\n[AI Answer]\nParis.\n\n" in first
+    assert f"[Reference Gold Answer]\n{REFERENCE}\n" in first

@@ -329,3 +329,41 @@ def test_the_model_behind_an_openai_url_is_pinned_and_another_one_there_trains_a
     # the key, sent with every request, never in a log line
     assert {auth for _, _, _, auth, _ in proxy.seen} == {f"Bearer {SECRET}"}
     assert all(SECRET not in r.getMessage() for r in caplog.records)
+
+
+def test_open_instructs_lm_judge_rows_are_asked_of_a_served_llm_with_its_prompts(
+    openai_judge: str, tiny_model: Path
+) -> None:
+    """judge_mode llm against a real OpenAI-compatible server: each LM-judge rollout is one
+    request of open-instruct's prompt (the same replies the model gives that prompt in this
+    process, greedy), scored by open-instruct's extractor; the tiny model writes no JSON score,
+    so every reply pays 0 and is counted as the judge's format failure, and the verifier row
+    beside them is paid by its verifier without a request."""
+    from judgeflow.inference.judge_reward import compute_score
+    from judgeflow.rewards.rlvr.llm_judge import render_llm_prompt, score_reply
+
+    settings = {"judge_url": f"{openai_judge}/v1", "judge_mode": "llm", "judge_api": "openai",
+                "judge_model": str(tiny_model), "judge_max_new_tokens": 16,
+                "judge_concurrency": 2, "judge_datasets": ["general-quality_ref",
+                                                           "general-quality"]}  # fmt: skip
+    rules = {"verification_reward": 10.0, "r1_style_format": "off", "r1_style_format_reward": 1.0,
+             "non_stop_penalty": False, "non_stop_penalty_value": 0.0}  # fmt: skip
+    raw = "system: Answer briefly.\nuser: What is the capital of France?"
+    rollouts = [("general-quality_ref", "<think>hm</think><answer>Paris.</answer>"),
+                ("general-quality_ref", "Lyon."), ("general-quality", "It is Paris."),
+                ("gsm8k", "<answer>4</answer>")]  # fmt: skip
+    extras = [{"dataset": [d], "query": "What is the capital of France?", "raw_query": raw}
+              for d, _ in rollouts]  # fmt: skip
+    out = compute_score([d for d, _ in rollouts], [r for _, r in rollouts],
+                        [["Paris is the capital."]] * 3 + [["4"]], extras,
+                        **rules, **settings)  # fmt: skip
+    served = client_for(settings)
+    assert served.calls == 3  # one request per LM-judge rollout, none for the verifier's row
+    prompts = [[{"role": "user", "content": render_llm_prompt(d, raw, r, "Paris is the capital.")}]
+               for d, r in rollouts[:3]]  # fmt: skip
+    local = HFGenerator(tiny_model).generate(prompts, max_new_tokens=16)
+    expected = [score_reply(d, reply) for (d, _), reply in zip(rollouts, local, strict=False)]
+    assert expected == [None] * 3 and all(local)  # the tiny model answers, but no JSON score
+    assert [r["judge_format_failure"] for r in out[:3]] == [float(s is None) for s in expected]
+    assert [r["score"] for r in out[:3]] == [10.0 * (s or 0.0) for s in expected]
+    assert out[3]["score"] == 10.0 and out[3]["judged"] == 0.0

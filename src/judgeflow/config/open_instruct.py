@@ -231,12 +231,19 @@ NO_COUNTERPART: dict[str, str] = {
     "no_auto_dataset_cache": "Beaker's dataset cache; judgeflow caches prepared data itself",
     "timeout": "Beaker's time limit; judgeflow: cluster.timeout_min",
     "hostname": "Beaker host pinning; closest: cluster.constraint or cluster.extra_sbatch",
-    "llm_judge_model": "the LLM-judge verifiers are not built; a judge judgeflow trained pays "
-    "through reward.judge / reward.judge_url (rlvr-judged)",
-    "llm_judge_timeout": "the LLM-judge verifiers are not built (see llm_judge_model)",
-    "llm_judge_max_tokens": "the LLM-judge verifiers are not built (see llm_judge_model)",
-    "llm_judge_max_context_length": "the LLM-judge verifiers are not built (see llm_judge_model)",
+    "llm_judge_max_context_length": "judgeflow sends an LLM judge's prompt whole; open-instruct "
+    "cuts the conversation to fit this context (a server that refuses a prompt too long stops "
+    "judgeflow's run, resumable)",
 }
+#: litellm's provider prefix of an LLM judge's model → the variable that holds its base URL.
+_LITELLM_BASES = {"hosted_vllm": "HOSTED_VLLM_API_BASE", "openai": "OPENAI_API_BASE"}
+#: The LLM judge's flags that set a key only when the judge itself maps (a URL is known).
+_LLM_JUDGE_KEYS = {
+    "llm_judge_max_tokens": "reward.judge_max_new_tokens",
+    "llm_judge_timeout": "reward.judge_timeout_s",
+}
+#: open-instruct's defaults for them (``--llm_judge_max_tokens``, ``--llm_judge_timeout``).
+_LLM_JUDGE_DEFAULTS = {"reward.judge_max_new_tokens": 2048, "reward.judge_timeout_s": 60.0}
 
 Mapper = Callable[[Flag, dict[str, Any]], tuple[dict[str, Any], str]]
 
@@ -334,6 +341,38 @@ def _verifiable(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]
     if not _true(flag.values):
         raise ValueError("judgeflow's rlvr always pays the verifiers")
     return {}, "always on in mode rlvr"
+
+
+def _llm_judge(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """open-instruct's LM-judge verifiers ask a model through litellm (``hosted_vllm/NAME`` at
+    ``$HOSTED_VLLM_API_BASE``): judgeflow asks the same OpenAI-compatible server with the same
+    prompts (``reward.judge_mode: llm``), scored by verl's batch reward manager."""
+    model = _one(flag.values)
+    provider, _, name = model.partition("/")
+    variable = _LITELLM_BASES.get(provider)
+    url = seen["environment"].get(variable) if variable else None
+    if provider == "openai" and not url:
+        url = "https://api.openai.com/v1"
+    if not url or not name:
+        raise ValueError(
+            f"{model}: open-instruct reaches it through litellm"
+            + (f" at ${variable}, which the script does not set" if variable else "")
+            + "; judgeflow asks an OpenAI-compatible server: set reward.judge_url=<its /v1 URL>, "
+            f"reward.judge_mode=llm and reward.judge_model={name or model}"
+        )
+    keys = {"reward.judge_url": url, "reward.judge_api": "openai", "reward.judge_mode": "llm",
+            "reward.judge_model": name, "grpo.reward_manager": "batch"}  # fmt: skip
+    seen["llm_judge"] = True
+    return keys, (
+        DIFFERS + f"the LM-judge rows are asked of {name} at {url} with open-instruct's prompts "
+        "and scored by its extractors (judgeflow.rewards.rlvr.llm_judge), greedy: open-instruct "
+        "samples its judge at --llm_judge_temperature (1.0 by default)"
+    )
+
+
+def _llm_judge_setting(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    key = _LLM_JUDGE_KEYS[flag.name]
+    return {key: _float(flag.values) if key.endswith("_s") else _number(flag.values)}, ""
 
 
 def _remap(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -488,6 +527,9 @@ MAPPERS: dict[str, Mapper] = {
     "r1_style_format_reward": _set("rlvr.r1_style_format_reward", convert=_float),
     "verification_reward": _set("rlvr.verification_reward", convert=_float),
     "remap_verifier": _remap,
+    "llm_judge_model": _llm_judge,
+    "llm_judge_max_tokens": _llm_judge_setting,
+    "llm_judge_timeout": _llm_judge_setting,
     "max_length_verifier_max_length": _set("rlvr.max_length_verifier_max_length"),
     "code_max_execution_time": _set("rlvr.code_max_execution_time", convert=_float),
     "code_pass_rate_reward_threshold": _set("rlvr.code_pass_rate_reward_threshold", convert=_float),
@@ -546,7 +588,7 @@ def import_script(text: str, *, script_dir: Path = Path(".")) -> Imported:
     """Map a launch script's flags onto judgeflow keys (see the module)."""
     flags, exports = parse_script(text)
     out = Imported(environment=exports)
-    seen: dict[str, Any] = {"script_dir": script_dir}
+    seen: dict[str, Any] = {"script_dir": script_dir, "environment": exports}
     given = {f.name for f in flags} | {_TWINS[f.name] for f in flags if f.name in _TWINS}
     unset = [Flag(name, values, default=True)
              for name, values in OPEN_INSTRUCT_DEFAULTS.items() if name not in given]  # fmt: skip
@@ -592,7 +634,22 @@ def _derived(out: Imported, seen: dict[str, Any]) -> None:
         out.keys["grpo.max_steps"] = max(1, seen["total_episodes"] // (prompts * samples))
     if "eval_response_length" in seen:
         out.keys["evaluation.max_new_tokens"] = seen["eval_response_length"]
+    _llm_judge_keys(out, seen)
     _data_keys(out, seen)
+
+
+def _llm_judge_keys(out: Imported, seen: dict[str, Any]) -> None:
+    """An LLM judge's settings stand only beside the judge: open-instruct's defaults where the
+    script leaves them; with no judge mapped, said and not set (they would set nothing)."""
+    if seen.get("llm_judge"):
+        for key, value in _LLM_JUDGE_DEFAULTS.items():
+            out.keys.setdefault(key, value)
+        return
+    for flag, keys, _ in [m for m in out.mapped if m[0].name in _LLM_JUDGE_KEYS]:
+        out.mapped.remove((flag, keys, _))
+        for key in keys:
+            out.keys.pop(key, None)
+        out.unmapped.append((flag, "no LLM judge was mapped (see llm_judge_model)"))
 
 
 def _data_keys(out: Imported, seen: dict[str, Any]) -> None:

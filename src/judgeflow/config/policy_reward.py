@@ -111,12 +111,18 @@ class RewardConfig(Section):
         "JUDGEFLOW_JUDGE_API_KEY, sent over https or to a loopback address only); needs "
         "judge_mode and judge_max_new_tokens",
     )
-    judge_mode: Literal["pointwise", "pairwise", "grrm"] | None = Field(
-        None, description="the judge's mode; a registered judge's own is used when unset"
+    judge_mode: Literal["pointwise", "pairwise", "grrm", "llm"] | None = Field(
+        None,
+        description="the judge's mode; a registered judge's own is used when unset. `llm`: a "
+        "general LLM at judge_url (OpenAI-compatible) asked with open-instruct's LM-judge "
+        "prompts, scored by its extractors (judgeflow.rewards.rlvr.llm_judge), for rows of its "
+        "LM-judge verifiers (general-quality, general-quality_ref, general-quality_rubric, "
+        "general-web_instruct_general_verifier)",
     )
     judge_datasets: list[str] = Field(
         default_factory=lambda: ["judge", "general-quality", "general-quality_ref"],
-        description="row `dataset` names the judge pays (open-instruct's LM-judge names too)",
+        description="row `dataset` names the judge pays (open-instruct's LM-judge names too); "
+        "with judge_mode llm, unset: every LM-judge verifier judgeflow pays",
     )
     judge_batch_size: int = Field(
         16,
@@ -180,6 +186,16 @@ class RewardConfig(Section):
         "(judgeflow.inference.judge_failures); 1 never stops",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _llm_datasets(cls, data: Any) -> Any:
+        """An LLM judge pays open-instruct's LM-judge rows unless told which."""
+        if isinstance(data, dict) and data.get("judge_mode") == "llm":
+            from judgeflow.rewards.rlvr.llm_judge import LLM_VERIFIERS
+
+            data.setdefault("judge_datasets", list(LLM_VERIFIERS))
+        return data
+
     @model_validator(mode="after")
     def _one_judge(self) -> RewardConfig:
         if self.judge and self.judge_url:
@@ -200,6 +216,8 @@ class RewardConfig(Section):
                 f"reward.judge={self.judge} is not a registered version: say which judge it is "
                 "with reward.judge_mode (pointwise, pairwise or grrm)"
             )
+        if self.judge_mode == "llm":
+            self._check_llm()
         if self.judge_panel:
             self._check_panel()
         if (self.judge_recipe or self.judge_profile) and "@" not in (self.judge or ""):
@@ -211,6 +229,24 @@ class RewardConfig(Section):
         if self.judge_profile and not self.judge_recipe:
             raise ValueError("reward.judge_profile needs reward.judge_recipe (the judge's recipe)")
         return self
+
+    def _check_llm(self) -> None:
+        from judgeflow.rewards.rlvr.llm_judge import LLM_VERIFIERS, REFUSED
+
+        if not self.judge_url or served_api(self.judge_url, self.judge_api) != "openai":
+            raise ValueError(
+                "reward.judge_mode=llm asks a general LLM with open-instruct's LM-judge prompts "
+                "at an OpenAI-compatible reward.judge_url (…/v1); a judge judgeflow trained "
+                "(reward.judge) is pointwise, pairwise or grrm"
+            )
+        for name in self.judge_datasets:
+            if name.lower() in REFUSED:
+                raise ValueError(f"reward.judge_datasets: {name}: {REFUSED[name.lower()]}")
+            if name.lower() not in LLM_VERIFIERS:
+                raise ValueError(
+                    f"reward.judge_datasets: {name} is no LM-judge verifier, so an LLM judge "
+                    f"(reward.judge_mode=llm) has no prompt for it; it pays {', '.join(LLM_VERIFIERS)}"
+                )
 
     def _check_panel(self) -> None:
         if not self.judge:

@@ -58,6 +58,7 @@ __all__ = [
     "RlvrRead",
     "mixer_rows",
     "prepare_rlvr",
+    "raw_query",
     "read_rlvr",
     "rlvr_prompt_hash",
 ]
@@ -246,6 +247,26 @@ def _judge_input(
     return (query or messages[-1][1], langs[0], langs[1])
 
 
+def _judge_hint(dataset: str, judge_datasets: frozenset[str]) -> str:
+    """What pays a row of an unknown verifier, where a judge could."""
+    from judgeflow.rewards.rlvr.llm_judge import LLM_VERIFIERS, REFUSED
+
+    if dataset in REFUSED:
+        return f"; judgeflow does not pay {dataset}: {REFUSED[dataset]}"
+    if dataset in LLM_VERIFIERS:
+        return (
+            f"; {dataset} is open-instruct's LM-judge verifier: an LLM pays it with "
+            "reward.judge_mode=llm and reward.judge_url (OpenAI-compatible), or a judge "
+            "judgeflow trained (reward.judge) with it in reward.judge_datasets"
+        )
+    if judge_datasets:
+        return ""
+    return (
+        "; a row a trained judge pays needs reward.judge (or reward.judge_url) and its dataset "
+        "in reward.judge_datasets"
+    )
+
+
 def _example(
     record: Any,
     origin: Origin,
@@ -284,12 +305,7 @@ def _example(
         try:
             name = resolve(dataset, remap)
         except UnknownVerifier as exc:
-            hint = (
-                ""
-                if judge_datasets
-                else "; a row a trained judge pays needs reward.judge "
-                "(or reward.judge_url) and its dataset in reward.judge_datasets"
-            )
+            hint = _judge_hint(dataset.lower(), judge_datasets)
             raise _UnknownVerifier(where, f"{exc}{hint}", dataset.lower()) from None
         verifiers.append(name)
         labels.append(_label(name, truth, label_at))
@@ -464,9 +480,17 @@ JUDGED_SCHEMA = SCHEMA.set(
     SCHEMA.get_field_index("extra_info"),
     pa.field(
         "extra_info",
-        pa.struct([*_EXTRA, *(pa.field(name, pa.string()) for name in _JUDGE_FIELDS)]),
+        pa.struct(
+            [*_EXTRA, *(pa.field(name, pa.string()) for name in (*_JUDGE_FIELDS, "raw_query"))]
+        ),
     ),
 )
+
+
+def raw_query(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The prompt as open-instruct shows it to an LM judge: each turn ``role: content``, one a
+    line (its ``raw_prompt``)."""
+    return "\n".join(f"{m['role']}: {m['content']}" for m in messages)
 
 
 def to_verl_row(example: RlvrExample, split: str, index: int) -> dict[str, Any]:
@@ -490,6 +514,8 @@ def to_verl_row(example: RlvrExample, split: str, index: int) -> dict[str, Any]:
     }
     if example.judge_input is not None:
         row["extra_info"].update(zip(_JUDGE_FIELDS, example.judge_input, strict=True))
+        # an LLM judge (reward.judge_mode llm) is shown the prompt as open-instruct shows it
+        row["extra_info"]["raw_query"] = raw_query(row["prompt"])
     return row
 
 

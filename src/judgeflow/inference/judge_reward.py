@@ -104,6 +104,7 @@ class JudgedItem:
     group: str  # rollouts of one prompt share it (GRRM ranks them together)
     source_lang: str | None = None
     target_lang: str | None = None
+    verifier: str = ""  # an LLM judge (mode llm): the row's LM-judge verifier, its prompt
 
 
 class JudgeClient(Protocol):
@@ -238,7 +239,16 @@ def _judge_scores(client: JudgeClient, items: Sequence[JudgedItem]) -> JudgeScor
         return out
     if mode == "grrm":
         return _grrm_scores(client, items)
-    raise ValueError(f"judge_mode {mode!r}: a judge is pointwise, pairwise or grrm")
+    if mode == "llm":  # open-instruct's LM-judge verifiers (judgeflow.rewards.rlvr.llm_judge)
+        rows = [
+            {"verifier": it.verifier, "query": it.query, "response": it.answer,
+             "label": it.reference}
+            for it in items
+        ]  # fmt: skip
+        verdicts = client.verdicts(rows) if rows else []
+        scores = [float(v["score"]) if v.get("valid") else None for v in verdicts]
+        return JudgeScores(scores, scores.count(None), example=_failed_example(verdicts))
+    raise ValueError(f"judge_mode {mode!r}: a judge is pointwise, pairwise, grrm or llm")
 
 
 def _grrm_scores(client: JudgeClient, items: Sequence[JudgedItem]) -> JudgeScores:
@@ -341,6 +351,7 @@ def compute_score(
     extras = [dict(e or {}) for e in given]
     judge_settings = {k: kwargs.pop(k) for k in JUDGE_KEYS if k in kwargs}
     routed = {d.lower() for d in judge_settings.get("judge_datasets") or ()}
+    llm = judge_settings.get("judge_mode") == "llm"
     rules, bounds, finish_default, count_tokens = split_settings(kwargs)
     box = sandbox_for(bounds)
 
@@ -356,21 +367,14 @@ def compute_score(
         rollouts.append(rollout)
         names = [datasets] if isinstance(datasets, str) else list(datasets)
         labels = list(truth) if isinstance(truth, list | tuple) else [truth]
-        reference = next(
-            (str(lab) for d, lab in zip(names, labels, strict=False) if d.lower() in routed), None
-        )
-        if reference is not None:
+        paid = next(
+            ((d.lower(), str(lab)) for d, lab in zip(names, labels, strict=False)
+             if d.lower() in routed),
+            None,
+        )  # fmt: skip
+        if paid is not None:
             where.append(i)
-            items.append(
-                JudgedItem(
-                    query=(query := str(extra.get("query") or "")),
-                    answer=remove_thinking_section(response),
-                    reference=reference,
-                    group=f"{extra.get('index', '')}\0{query}",
-                    source_lang=extra.get("source_lang"),
-                    target_lang=extra.get("target_lang"),
-                )
-            )
+            items.append(_item(response, paid, extra, llm))
     judged: list[float | None] = [None] * n
     flipped = [False] * n
     if not judge_settings.get("judge_unscored"):
@@ -403,6 +407,24 @@ def compute_score(
         }
         results.append(row)
     return results
+
+
+def _item(response: str, paid: tuple[str, str], extra: Mapping[str, Any], llm: bool) -> JudgedItem:
+    """What the judge is shown of one rollout. A judgeflow judge: the row's question and the
+    answer without its thinking and answer tags. An LLM judge (open-instruct's LM-judge
+    verifiers): the whole prompt as open-instruct shows it (``extra.raw_query``) and the
+    response, whose final answer its prompt takes (``llm_judge.final_answer``)."""
+    verifier, reference = paid
+    query = str(extra.get("query") or "")
+    return JudgedItem(
+        query=str(extra.get("raw_query") or query) if llm else query,
+        answer=response if llm else remove_thinking_section(response),
+        reference=reference,
+        group=f"{extra.get('index', '')}\0{query}",
+        source_lang=extra.get("source_lang"),
+        target_lang=extra.get("target_lang"),
+        verifier=verifier,
+    )
 
 
 def _count(

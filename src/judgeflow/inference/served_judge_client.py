@@ -412,12 +412,21 @@ class ServedJudge:
     def verdicts(self, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if not rows:
             return []
+        if self.mode == "llm" and self.protocol != "openai":
+            raise JudgeRefused(
+                f"an LLM judge (judge_mode llm) is asked over an OpenAI-compatible API, not "
+                f"{self.protocol}: {self.http.shown}"
+            )
         if self.protocol == "openai":
             from judgeflow.inference.verdicts import judge
+            from judgeflow.rewards.rlvr.llm_judge import llm_verdicts
 
             chat = self._openai()
             before = chat.requests
-            out = judge(chat, self.mode, rows, max_new_tokens=self.max_new_tokens)  # type: ignore[arg-type]
+            if self.mode == "llm":
+                out = llm_verdicts(chat, rows, max_new_tokens=self.max_new_tokens)
+            else:
+                out = judge(chat, self.mode, rows, max_new_tokens=self.max_new_tokens)  # type: ignore[arg-type]
             self.calls += chat.requests - before
             return out
         self._check_model()
