@@ -130,7 +130,9 @@ def judged_examples(source: Path) -> str:
     first, hacked = results["runs"][0], results["hackable"]
 
     def verified(a: Mapping[str, Any]) -> str:
-        return f"{cell(a['answer'])} ({'right' if a['verifiers'] else 'wrong'})"
+        judge = a.get("judge_paid")  # what the judge would pay it (it never paid held-out rows)
+        would = f", the judge would pay {judge:.2f}" if judge is not None else ""
+        return f"{cell(a['answer'])} ({'right' if a['verifiers'] else 'wrong'}{would})"
 
     def paid(a: Mapping[str, Any]) -> str:
         return f"{cell(a['answer'])} (judge {a['judge_paid']:.2f}, F1 {a['reference_f1']:.2f})"

@@ -3,8 +3,9 @@ tiny`): a pointwise judge taught by verifiers, then a policy paid by that judge 
 
 The shipped `samples/rlvr_judged/verified_*.jsonl` files are this module's output (`judgeflow
 dev demo-data DIR --verified` writes them again; a test checks they are identical). The
-questions are the tiny RLVR task's (`judgeflow.dev.rlvr_demo_data`: "Which is an animal: X or
-Y?", "Which number is larger: x or y?"), split as it splits them:
+questions are the tiny RLVR task's (`judgeflow.dev.rlvr_demo_data`) of `TASK_VERIFIERS` ("Which
+is an animal: X or Y?"; the generator makes the number questions' rows too where it names
+`gsm8k`), split as that task splits them:
 
 - **Judge rows** (OpenJudge format, `verified_judge.jsonl`): each *training* question, shown
   with its reference answer (`judge_query`: a reference-guided judge, as open-instruct's
@@ -24,8 +25,7 @@ Y?", "Which number is larger: x or y?"), split as it splits them:
   verifiers' judgement at once; GRPO then sharpens it.
 - **Judge validation rows** (`verified_judge_val.jsonl`): the held-out questions' candidates,
   made and labelled the same way; the judge never trains on them.
-- **Policy rows** (`verified_policy.jsonl`): the training questions the policy is paid on
-  (`POLICY_VERIFIERS`: the animal ones) with `dataset: judge`, the right option as
+- **Policy rows** (`verified_policy.jsonl`): the same training questions with `dataset: judge`, the right option as
   `ground_truth` and `query` what the judge is shown (the question with that reference; the
   policy is shown the question alone): the judge alone pays them, the policy never meets a
   verifier. Its SFT rows (`verified_policy_sft.jsonl`) and held-out rows
@@ -51,9 +51,9 @@ __all__ = [
     "OTHER_KIND",
     "OWN_PIECES",
     "PIECES",
-    "POLICY_VERIFIERS",
     "ROUNDS",
     "SAME_KIND",
+    "TASK_VERIFIERS",
     "demo_rows",
     "judge_query",
     "write_demo_data",
@@ -85,15 +85,18 @@ PIECES = 2
 #: digits have none): a truncated right answer is wrong. A judge that never met one pays it as
 #: the word it begins, and a policy paid by it learnt to answer "she" and "wol".
 OWN_PIECES = {"string_matcher": 2, "gsm8k": 0}
-#: The questions the policy is paid on and measured by, by their verifier: the animal ones. The
-#: judge learns both kinds, but the 0.56M-parameter policy does not learn to compare digits
-#: under any payer in the demo's 600 steps: paid by the verifiers themselves (`judgeflow run
-#: rlvr --profile tiny`) as by this judge, it answers one digit ("4", "5") to half the held-out
-#: number questions, which the hacking gate rightly calls degenerate.
-POLICY_VERIFIERS = ("string_matcher",)
-#: How often each question's candidates are made (a number question has a quarter of an animal
-#: question's rows: three times, so that the judge learns digits as well as animals).
-ROUNDS = {"string_matcher": 1, "gsm8k": 3}
+#: The questions of the demo, by their verifier: the animal ones, for the judge and the policy
+#: alike. The 0.56M-parameter policy does not learn to compare digits under any payer in the
+#: demo's 600 steps: paid by the verifiers themselves (`judgeflow run rlvr --profile tiny`) as by
+#: a judge taught both kinds, it answers one digit ("4", "5") to half the held-out number
+#: questions, which the hacking gate rightly calls degenerate; and a judge taught both kinds
+#: spends half its rows on digits and overpaid wrong animals ("cow" for "cat").
+TASK_VERIFIERS = ("string_matcher",)
+#: How often each question's candidates are made: twice for an animal question, so that each
+#: (reference, wrong animal) pair is shown about a dozen times (once, a judge paid "cow" for
+#: "cat" and "bear" for "goat", and a policy learnt to say them); a number question has a
+#: quarter of an animal question's rows, so three times.
+ROUNDS = {"string_matcher": 2, "gsm8k": 3}
 
 
 def _pieces(word: str) -> list[str]:
@@ -223,7 +226,10 @@ def _openjudge(question: str, answer: str, score: int, dataset: str) -> dict[str
 def demo_rows() -> dict[str, list[dict[str, Any]]]:
     """The six files' rows, by file name."""
     rlvr = rlvr_rows()
-    train, val = rlvr["tinyrlvr.jsonl"], rlvr["tinyrlvr_val.jsonl"]
+    train, val = (
+        [r for r in rlvr[name] if r["dataset"] in TASK_VERIFIERS]
+        for name in ("tinyrlvr.jsonl", "tinyrlvr_val.jsonl")
+    )
     rng = random.Random(_SEED)
     cycle, fragments, own = _Cycle(rng), _Cycle(rng), _Cycle(rng)
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in FILES}
@@ -234,8 +240,6 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
             for answer, score in _candidates(row, rng, cycle, fragments, own):
                 out["verified_judge.jsonl"].append(_openjudge(query, answer, score, row["dataset"]))
                 sft.append((query, row["ground_truth"], answer, score))
-        if row["dataset"] not in POLICY_VERIFIERS:
-            continue
         out["verified_policy.jsonl"].append(
             {
                 "messages": row["messages"],
@@ -260,9 +264,9 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
     out["verified_policy_sft.jsonl"] = [
         r
         for r in rlvr["tinyrlvr_sft.jsonl"]
-        if _kind(r["messages"][0]["content"]) in POLICY_VERIFIERS
+        if _kind(r["messages"][0]["content"]) in TASK_VERIFIERS
     ]
-    out["verified_policy_val.jsonl"] = [r for r in val if r["dataset"] in POLICY_VERIFIERS]
+    out["verified_policy_val.jsonl"] = val
     val_cycle, val_fragments, val_own = _Cycle(rng), _Cycle(rng), _Cycle(rng)
     for row in val:
         for answer, score in _candidates(row, rng, val_cycle, val_fragments, val_own):
