@@ -223,7 +223,7 @@ def seeds(
 #: the hacking gate clear and the policy champion.
 MIN_JUDGED_GAIN = 0.10
 #: The judge-paid demo's held-out questions (the tiny profile's data.val_source), with verifiers.
-JUDGED_HELD_OUT = "rlvr_judged/verified_policy_val.jsonl"
+JUDGED_HELD_OUT = "rlvr/tinyrlvr_val.jsonl"
 _PAID_BY = re.compile(r"paid by +: (\S+)")
 _PANEL = re.compile(r"judge panel +: (.+?) \(each rollout")
 _GATE = re.compile(r"hacking gate +: (clear|suspected)(.*)")

@@ -126,25 +126,33 @@ def judged_examples(source: Path) -> str:
     """benchmarks/demo.py judged: the first held-out questions, answered by the SFT policy and
     by the judge-paid policy of the first seed (the verifiers' verdict beside each), and by the
     tiny-hackable policy."""
-    results = read_json(source)
-    first, hacked = results["runs"][0], results["hackable"]
+    hacked = read_json(source)["hackable"]
+
+    def paid(a: Mapping[str, Any]) -> str:
+        return f"{cell(a['answer'])} (judge {a['judge_paid']:.2f}, F1 {a['reference_f1']:.2f})"
+
+    lines = judged_seed_examples(source).splitlines()
+    hackable = "| question (reference) | SFT policy | GRPO policy, tiny-hackable |"
+    lines += ["", *_answers_table(hackable, hacked["examples"], paid)]
+    return "\n".join(lines)
+
+
+def judged_seed_examples(source: Path) -> str:
+    """benchmarks/demo.py judged: the first held-out questions, answered by the SFT policy and by
+    the judge-paid policy of the first seed: the verifiers' verdict and what the judge would pay
+    beside each."""
+    first = read_json(source)["runs"][0]
 
     def verified(a: Mapping[str, Any]) -> str:
         judge = a.get("judge_paid")  # what the judge would pay it (it never paid held-out rows)
         would = f", the judge would pay {judge:.2f}" if judge is not None else ""
         return f"{cell(a['answer'])} ({'right' if a['verifiers'] else 'wrong'}{would})"
 
-    def paid(a: Mapping[str, Any]) -> str:
-        return f"{cell(a['answer'])} (judge {a['judge_paid']:.2f}, F1 {a['reference_f1']:.2f})"
-
-    lines = _answers_table(
+    header = (
         f"| question (right answer) | SFT policy | GRPO policy paid by the judge (seed "
-        f"{first['seed']}) |",
-        first["examples"], verified,
-    )  # fmt: skip
-    hackable = "| question (reference) | SFT policy | GRPO policy, tiny-hackable |"
-    lines += ["", *_answers_table(hackable, hacked["examples"], paid)]
-    return "\n".join(lines)
+        f"{first['seed']}) |"
+    )
+    return "\n".join(_answers_table(header, first["examples"], verified))
 
 
 def _answers_table(

@@ -57,6 +57,7 @@ from figures_policy_demos import (
     gpu_policy_examples,
     judge_throughput_table,
     judged_examples,
+    judged_seed_examples,
     judged_seeds_table,
     rlvr_rules_table,
     rlvr_seeds_table,
@@ -110,6 +111,12 @@ REGIONS: dict[str, Region] = {
     "rlvr-rules": Region("benchmarks/results/demo-rules-rlvr.json", rlvr_rules_table),
     "judged-seeds": Region("benchmarks/results/demo-seeds-judged.json", judged_seeds_table),
     "judged-examples": Region("benchmarks/results/demo-seeds-judged.json", judged_examples),
+    "judged-animals-seeds": Region(
+        "benchmarks/results/demo-seeds-judged-animals.json", judged_seeds_table
+    ),
+    "judged-animals-examples": Region(
+        "benchmarks/results/demo-seeds-judged-animals.json", judged_seed_examples
+    ),
     "judged-panel-seeds": Region(
         "benchmarks/results/demo-seeds-judged-panel.json", judged_seeds_table
     ),

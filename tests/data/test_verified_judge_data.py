@@ -4,6 +4,7 @@ and the policy's rows name no verifier."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -16,7 +17,6 @@ from judgeflow.dev.verified_judge_data import (
     PIECES,
     ROUNDS,
     SAME_KIND,
-    TASK_VERIFIERS,
     demo_rows,
     judge_query,
     write_demo_data,
@@ -36,7 +36,7 @@ def test_shipped_samples_are_exactly_the_generators_output(tmp_path: Path) -> No
 
 def test_the_judges_labels_are_the_verifiers_and_the_right_option_scores_4() -> None:
     rows = demo_rows()
-    train = [r for r in rlvr_rows()["tinyrlvr.jsonl"] if r["dataset"] in TASK_VERIFIERS]
+    train = rlvr_rows()["tinyrlvr.jsonl"]
     truth = {judge_query(r): r["ground_truth"] for r in train}
     for row in rows["verified_judge.jsonl"]:
         answer = row["output"][0]["answer"]
@@ -91,7 +91,7 @@ def test_every_wrong_animal_is_shown_against_every_reference_about_as_often() ->
         if answer["label"]["helpfulness"] == 0 and answer["content"] in ANIMALS:
             pairs[reference, answer["content"]] += 1
     counts = [pairs[r, a] for r in ANIMALS for a in ANIMALS if r != a]
-    assert min(counts) >= 8 and max(counts) <= 1.6 * min(counts), Counter(counts)
+    assert min(counts) >= 4 and max(counts) - min(counts) <= 4, Counter(counts)
 
 
 def test_a_piece_of_the_right_answer_is_refused_for_every_animal() -> None:
@@ -125,24 +125,11 @@ def test_the_policy_never_meets_a_verifier_and_the_held_out_questions_stay_out()
     assert shown == judged and not (trained & held_out)
     assert all("Reference answer" not in question for question in trained)
     assert {r["input"][0]["content"] for r in rows["verified_judge_val.jsonl"]} == {
-        judge_query(r) for r in rlvr["tinyrlvr_val.jsonl"] if r["dataset"] in TASK_VERIFIERS
+        judge_query(r) for r in rlvr["tinyrlvr_val.jsonl"]
     }
-
-
-def test_the_judge_and_the_policy_have_the_animal_questions_only() -> None:
-    """The judge's rows, the policy's SFT, training and held-out rows are the RLVR demo's animal
-    questions (TASK_VERIFIERS), each of them, the held-out rows with their verifiers (which
-    measure the policy and never pay it)."""
-    rows, rlvr = demo_rows(), rlvr_rows()
-    assert TASK_VERIFIERS == ("string_matcher",)
-    for name in ("verified_judge.jsonl", "verified_judge_val.jsonl"):
-        assert {r["source"] for r in rows[name]} == {"verified/string_matcher"}
-    animal = [r for r in rlvr["tinyrlvr.jsonl"] if r["dataset"] == "string_matcher"]
-    assert [r["messages"] for r in rows["verified_policy.jsonl"]] == [r["messages"] for r in animal]
-    assert rows["verified_policy_val.jsonl"] == [
-        r for r in rlvr["tinyrlvr_val.jsonl"] if r["dataset"] == "string_matcher"
-    ]
-    sft = rows["verified_policy_sft.jsonl"]
-    assert [r["messages"][:1] for r in sft] == [r["messages"] for r in animal]
-    assert all(r in rlvr["tinyrlvr_sft.jsonl"] for r in sft)
-    assert len(rows["verified_policy_val.jsonl"]) == 56
+    # the policy's held-out rows are the RLVR demo's, verifiers and all
+    shipped = SAMPLES.parent / "rlvr" / "tinyrlvr_val.jsonl"
+    assert {json.loads(line)["dataset"] for line in shipped.read_text().splitlines()} == {
+        "string_matcher",
+        "gsm8k",
+    }

@@ -3,9 +3,8 @@ tiny`): a pointwise judge taught by verifiers, then a policy paid by that judge 
 
 The shipped `samples/rlvr_judged/verified_*.jsonl` files are this module's output (`judgeflow
 dev demo-data DIR --verified` writes them again; a test checks they are identical). The
-questions are the tiny RLVR task's (`judgeflow.dev.rlvr_demo_data`) of `TASK_VERIFIERS` ("Which
-is an animal: X or Y?"; the generator makes the number questions' rows too where it names
-`gsm8k`), split as that task splits them:
+questions are the tiny RLVR task's (`judgeflow.dev.rlvr_demo_data`: "Which is an animal: X or
+Y?", "Which number is larger: x or y?"), split as it splits them:
 
 - **Judge rows** (OpenJudge format, `verified_judge.jsonl`): each *training* question, shown
   with its reference answer (`judge_query`: a reference-guided judge, as open-instruct's
@@ -25,13 +24,12 @@ is an animal: X or Y?"; the generator makes the number questions' rows too where
   verifiers' judgement at once; GRPO then sharpens it.
 - **Judge validation rows** (`verified_judge_val.jsonl`): the held-out questions' candidates,
   made and labelled the same way; the judge never trains on them.
-- **Policy rows** (`verified_policy.jsonl`): the same training questions with `dataset: judge`, the right option as
-  `ground_truth` and `query` what the judge is shown (the question with that reference; the
-  policy is shown the question alone): the judge alone pays them, the policy never meets a
-  verifier. Its SFT rows (`verified_policy_sft.jsonl`) and held-out rows
-  (`verified_policy_val.jsonl`) are the RLVR demo's own for those questions
-  (`samples/rlvr/tinyrlvr_sft.jsonl`, `tinyrlvr_val.jsonl`): the held-out rows keep their
-  verifiers, which measure the policy and never pay it.
+- **Policy rows** (`verified_policy.jsonl`): the training questions with `dataset: judge`, the
+  right option as `ground_truth` and `query` what the judge is shown (the question with that
+  reference; the policy is shown the question alone): the judge alone pays them, the policy
+  never meets a verifier. The policy's SFT rows and held-out rows are the RLVR
+  demo's own (`samples/rlvr/tinyrlvr_sft.jsonl`, `tinyrlvr_val.jsonl`): the held-out rows keep
+  their verifiers, which measure the policy and never pay it.
 """
 
 from __future__ import annotations
@@ -53,7 +51,6 @@ __all__ = [
     "PIECES",
     "ROUNDS",
     "SAME_KIND",
-    "TASK_VERIFIERS",
     "demo_rows",
     "judge_query",
     "write_demo_data",
@@ -64,8 +61,6 @@ FILES = (
     "verified_judge_sft.jsonl",
     "verified_judge_val.jsonl",
     "verified_policy.jsonl",
-    "verified_policy_sft.jsonl",
-    "verified_policy_val.jsonl",
 )
 #: The row `dataset` a trained judge pays (one of `reward.judge_datasets`' defaults).
 DATASET = "judge"
@@ -85,18 +80,9 @@ PIECES = 2
 #: digits have none): a truncated right answer is wrong. A judge that never met one pays it as
 #: the word it begins, and a policy paid by it learnt to answer "she" and "wol".
 OWN_PIECES = {"string_matcher": 2, "gsm8k": 0}
-#: The questions of the demo, by their verifier: the animal ones, for the judge and the policy
-#: alike. The 0.56M-parameter policy does not learn to compare digits under any payer in the
-#: demo's 600 steps: paid by the verifiers themselves (`judgeflow run rlvr --profile tiny`) as by
-#: a judge taught both kinds, it answers one digit ("4", "5") to half the held-out number
-#: questions, which the hacking gate rightly calls degenerate; and a judge taught both kinds
-#: spends half its rows on digits and overpaid wrong animals ("cow" for "cat").
-TASK_VERIFIERS = ("string_matcher",)
-#: How often each question's candidates are made: twice for an animal question, so that each
-#: (reference, wrong animal) pair is shown about a dozen times (once, a judge paid "cow" for
-#: "cat" and "bear" for "goat", and a policy learnt to say them); a number question has a
-#: quarter of an animal question's rows, so three times.
-ROUNDS = {"string_matcher": 2, "gsm8k": 3}
+#: How often each question's candidates are made (a number question has a quarter of an animal
+#: question's rows: three times, so that the judge learns digits as well as animals).
+ROUNDS = {"string_matcher": 1, "gsm8k": 3}
 
 
 def _pieces(word: str) -> list[str]:
@@ -113,11 +99,6 @@ def _options(question: str) -> tuple[str, str]:
     body = question.split(": ", 1)[1].split("?", 1)[0]
     first, second = body.split(" or ")
     return first, second
-
-
-def _kind(question: str) -> str:
-    """The verifier of an RLVR demo question, from its wording (the SFT rows do not name it)."""
-    return "string_matcher" if question.startswith("Which is an animal") else "gsm8k"
 
 
 def _verified(row: dict[str, Any], answer: str) -> int:
@@ -224,12 +205,9 @@ def _openjudge(question: str, answer: str, score: int, dataset: str) -> dict[str
 
 
 def demo_rows() -> dict[str, list[dict[str, Any]]]:
-    """The six files' rows, by file name."""
+    """The four files' rows, by file name."""
     rlvr = rlvr_rows()
-    train, val = (
-        [r for r in rlvr[name] if r["dataset"] in TASK_VERIFIERS]
-        for name in ("tinyrlvr.jsonl", "tinyrlvr_val.jsonl")
-    )
+    train, val = rlvr["tinyrlvr.jsonl"], rlvr["tinyrlvr_val.jsonl"]
     rng = random.Random(_SEED)
     cycle, fragments, own = _Cycle(rng), _Cycle(rng), _Cycle(rng)
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in FILES}
@@ -261,12 +239,6 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
                 ]
             }
         )
-    out["verified_policy_sft.jsonl"] = [
-        r
-        for r in rlvr["tinyrlvr_sft.jsonl"]
-        if _kind(r["messages"][0]["content"]) in TASK_VERIFIERS
-    ]
-    out["verified_policy_val.jsonl"] = val
     val_cycle, val_fragments, val_own = _Cycle(rng), _Cycle(rng), _Cycle(rng)
     for row in val:
         for answer, score in _candidates(row, rng, val_cycle, val_fragments, val_own):
@@ -277,5 +249,5 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
 
 
 def write_demo_data(out_dir: str | Path) -> list[Path]:
-    """Write the six files into `out_dir` (the shipped ones live in `samples/rlvr_judged/`)."""
+    """Write the four files into `out_dir` (the shipped ones live in `samples/rlvr_judged/`)."""
     return write_jsonl_files(out_dir, demo_rows())

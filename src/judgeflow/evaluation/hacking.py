@@ -112,7 +112,7 @@ def hacking_gate(
         )
     )
     if paid:
-        message += f" (the judge paid {paid})"
+        message += f" ({paid})"
     return {
         "status": status,
         "reasons": reasons,
@@ -279,7 +279,9 @@ def _same_answer_in_a_subset(
 
 
 def _paid_change(metrics: Mapping[str, float], start: str, figures: dict[str, float]) -> str:
-    """What the judge paid at the start and after (`judge_reward_mean`, else `reward_mean`)."""
+    """What was paid at the start and after: the judge's own pay on its rows
+    (`judge_reward_mean`), else the whole reward (`reward_mean`: the verifiers' where the
+    held-out rows have verifiers and no judge row)."""
     paid_by = next(
         (m for m in _PAID if f"after/{m}" in metrics and f"{start}/{m}" in metrics), None
     )
@@ -287,4 +289,5 @@ def _paid_change(metrics: Mapping[str, float], start: str, figures: dict[str, fl
         return ""
     was, now = metrics[f"{start}/{paid_by}"], metrics[f"after/{paid_by}"]
     figures |= {"paid_start": was, "paid_after": now}
-    return f"{paid_by} {was:.3f} -> {now:.3f}"
+    payer = "the judge paid" if paid_by == "judge_reward_mean" else "the reward paid"
+    return f"{payer} {paid_by} {was:.3f} -> {now:.3f}"
