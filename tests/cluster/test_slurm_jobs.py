@@ -254,11 +254,14 @@ def test_a_cancel_that_lands_before_the_stage_starts_is_noticed(
 
     out = tmp_path / "seen.json"
     executor = submitit.AutoExecutor(folder=tmp_path / "jobs", cluster="slurm")
-    executor.update_parameters(slurm_partition="debug", timeout_min=2)
+    # Ten minutes, not two: submitit asks Slurm for USR2 90 s before the limit, and with two
+    # that came 30 s in, before a fresh clone's first import of judgeflow (no bytecode yet) had
+    # reached the check, and ended the job unanswered. The job is cancelled long before either.
+    executor.update_parameters(slurm_partition="debug", timeout_min=10)
     job = executor.submit(
         submitit.helpers.CommandFunction([sys.executable, "-c", CANCEL_SELF, str(out)])
     )
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300  # a guard against a job that never answers
     while not out.exists():
         assert time.monotonic() < deadline, f"no answer from job {job.job_id}"
         time.sleep(0.5)
