@@ -85,6 +85,14 @@ def openai_judge(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TMPDIR": str(root)}
     service = Service(command, f"http://127.0.0.1:{port}/health", root / "serve.log", env)
     service.start(timeout=180)
+    # It loads the model on its first request, and two first requests at once race: one fails
+    # ("Cannot copy out of meta tensor") and its connection never answers. One request first,
+    # so that every test, in any order, meets a loaded model.
+    import httpx
+
+    warm = {"model": str(tiny_model), "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 1, "stream": False}  # fmt: skip
+    httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=warm, timeout=300)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -344,8 +352,8 @@ def test_open_instructs_lm_judge_rows_are_asked_of_a_served_llm_with_its_prompts
 
     settings = {"judge_url": f"{openai_judge}/v1", "judge_mode": "llm", "judge_api": "openai",
                 "judge_model": str(tiny_model), "judge_max_new_tokens": 16,
-                "judge_concurrency": 2, "judge_datasets": ["general-quality_ref",
-                                                           "general-quality"]}  # fmt: skip
+                "judge_concurrency": 2, "judge_timeout_s": 120, "judge_retry_s": 30,
+                "judge_datasets": ["general-quality_ref", "general-quality"]}  # fmt: skip
     rules = {"verification_reward": 10.0, "r1_style_format": "off", "r1_style_format_reward": 1.0,
              "non_stop_penalty": False, "non_stop_penalty_value": 0.0}  # fmt: skip
     raw = "system: Answer briefly.\nuser: What is the capital of France?"
