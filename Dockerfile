@@ -52,6 +52,7 @@ COPY src ./src
 COPY flows ./flows
 COPY tasks ./tasks
 RUN pip install --no-cache-dir --no-deps --no-build-isolation . \
+    && judgeflow dev nltk-punkt \
     && python -c "import judgeflow.engines.verl, judgeflow.rewards" \
     && python -c "from importlib.metadata import version as v; \
 pins = {'verl': '0.6.1', 'vllm': '0.11.0', 'torch': '2.8.0', 'llamafactory': '0.9.5', 'transformers': '4.57.6'}; \

@@ -95,7 +95,7 @@ BAD = [
         "messages[0]",
         "non-empty user turn",
     ),
-    (_row(dataset="ifeval"), "dataset", "no verifier 'ifeval'"),
+    (_row(dataset="rubric"), "dataset", "no verifier 'rubric'"),
     (_row(dataset="code", truth="[]"), "ground_truth", "code: expected a non-empty list of test"),
     (_row(dataset="code", truth="not tests"), "ground_truth", "code: the tests are neither JSON"),
     (
@@ -139,7 +139,7 @@ def test_every_invalid_row_is_named_with_its_field_and_reported_together(tmp_pat
 
 
 def test_skip_invalid_drops_and_lists_them(tmp_path: Path) -> None:
-    data = _write(tmp_path / "bad.jsonl", [_row(), _row("Q2"), _row(dataset="ifeval")])
+    data = _write(tmp_path / "bad.jsonl", [_row(), _row("Q2"), _row(dataset="rubric")])
     result = prepare_rlvr(data, tmp_path / "out.parquet", skip_invalid=True)
     assert result.report["counts"]["rows_read"] == 3
     assert result.report["counts"]["rows_dropped"] == {"invalid": 1, "prompt_too_long": 0}
@@ -239,22 +239,22 @@ def test_a_limit_that_leaves_nothing_says_so(tmp_path: Path, tiny_tokenizer: Any
 def test_a_mix_with_verifiers_judgeflow_lacks_names_each_and_skipping_counts_them(
     tmp_path: Path,
 ) -> None:
-    """An open-instruct mix (math, ifeval, general-quality): preparation stops naming each
+    """An open-instruct mix (math, rubric, general-quality): preparation stops naming each
     verifier judgeflow does not have, how many rows name it, and the ones it has; with
     skip_invalid the rows go, counted by verifier in the report."""
-    rows = [_row(), _row("Q1", dataset="ifeval", truth="[]"), _row("Q2", dataset="general-quality"),
-            _row("Q3", dataset="IFEVAL", truth="[]"), _row("Q4")]  # fmt: skip
+    rows = [_row(), _row("Q1", dataset="rubric", truth="[]"), _row("Q2", dataset="general-quality"),
+            _row("Q3", dataset="RUBRIC", truth="[]"), _row("Q4")]  # fmt: skip
     data = _write(tmp_path / "mix.jsonl", rows)
     with pytest.raises(DataValidationError) as err:
         prepare_rlvr(data, tmp_path / "out.parquet")
     said = str(err.value)
     assert said.startswith(
         f"2 verifier(s) judgeflow does not have: general-quality: 1 row(s), first {data} row 2; "
-        f"ifeval: 2 row(s), first {data} row 1. It has: code, code_stdio, flan, gsm8k,"
+        f"rubric: 2 row(s), first {data} row 1. It has: code, code_stdio, flan, gsm8k,"
     ), said
     assert "3 invalid rows" in said and "skip_invalid" in said
     result = prepare_rlvr(data, tmp_path / "out.parquet", skip_invalid=True)
-    assert result.report["dropped"]["unknown_verifiers"] == {"ifeval": 2, "general-quality": 1}
+    assert result.report["dropped"]["unknown_verifiers"] == {"rubric": 2, "general-quality": 1}
     assert result.report["counts"]["rows_written"] == {"train": 2}
 
 

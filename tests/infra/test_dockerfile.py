@@ -113,7 +113,9 @@ def test_lock_honours_its_inputs_and_the_cpu_pins() -> None:
         assert canonicalize_name(req.name) in pins, f"{req.name} missing from the lock"
         assert req.specifier.contains(pins[canonicalize_name(req.name)], prereleases=True), req
     # library code that runs on both sides must be the same version on CPU and GPU
-    for name in ("transformers", "datasets", "tensordict", "trl", "ray", "mlflow", "llamafactory"):
+    for name in (
+        "transformers", "datasets", "tensordict", "trl", "ray", "mlflow", "llamafactory", "nltk",
+    ):  # fmt: skip
         assert pins[name] == distribution(name).version, name
 
 

