@@ -233,6 +233,20 @@ def test_recipe_base_and_own_profile_section(tmp_path, monkeypatch) -> None:
     assert tiny.data.val_source is None  # the judges' validation file is theirs alone
 
 
+def test_a_recipe_over_a_base_merges_mappings_and_an_empty_one_clears_the_bases(tmp_path) -> None:
+    """`rlvr` remaps `ifeval` to `ifeval_old`; a recipe over it adds to that mapping key by key,
+    and `{}` clears it (as an imported script that remaps nothing writes)."""
+    assert load_config("rlvr").rlvr.remap_verifier == {"ifeval": "ifeval_old"}
+    added = tmp_path / "added.yaml"
+    added.write_text("base: rlvr\nrlvr:\n  remap_verifier: {my_numbers: gsm8k}\n")
+    assert load_config(str(added)).rlvr.remap_verifier == {
+        "ifeval": "ifeval_old", "my_numbers": "gsm8k",
+    }  # fmt: skip
+    cleared = tmp_path / "cleared.yaml"
+    cleared.write_text("base: rlvr\nrlvr:\n  remap_verifier: {}\n")
+    assert load_config(str(cleared)).rlvr.remap_verifier == {}
+
+
 def test_recipe_base_loop_is_an_error(tmp_path) -> None:
     a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
     a.write_text(f"base: {b}\nrecipe: a\n")

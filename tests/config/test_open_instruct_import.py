@@ -66,7 +66,9 @@ def test_the_tulu_script_gives_the_rlvr_preset_it_was_mapped_from(tmp_path: Path
     """The preset took the flags the script leaves unset from grpo_fast's defaults of 686a521,
     the code the script was written for; the importer takes today's (e6c3044): the two differ
     in exactly the three defaults that changed since (clip_higher 0.2 -> 0.272, advantages
-    centred, zero-variance groups filtered). Everything else is the preset, key for key."""
+    centred, zero-variance groups filtered). The remap of the data's Tulu 3 IF rows to ifeval_old
+    moves onto that source (open-instruct's default remaps nothing: other sources' `ifeval` rows
+    are IFEvalG's). Everything else is the preset, key for key."""
     imported = import_script(TULU.read_text())
     recipe = tmp_path / "tulu.yaml"
     recipe.write_text(recipe_yaml(imported, base="rlvr", source=TULU.name))
@@ -79,7 +81,8 @@ def test_the_tulu_script_gives_the_rlvr_preset_it_was_mapped_from(tmp_path: Path
         # its train split, all of it (the dataset has no other): a mixer of one
         "data.source": (source, None),
         "data.mixer": (None, [{"source": source, "amount": 1.0, "split": "train",
-                               "revision": None, "remap_verifier": {}}]),
+                               "revision": None, "remap_verifier": {"ifeval": "ifeval_old"}}]),
+        "rlvr.remap_verifier": ({"ifeval": "ifeval_old"}, {}),
     }  # fmt: skip
     keys = imported.keys  # what the script itself sets, not what the preset already held
     assert (keys["grpo.train_batch_size"], keys["grpo.rollout_n"]) == (64, 16)

@@ -247,9 +247,11 @@ def _cleared_alternatives(out: dict[str, Any], top: Mapping[str, Any]) -> dict[s
 
 
 def _deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """`top`'s mappings merged into `base`'s key by key; an empty one (`remap_verifier: {}`)
+    replaces `base`'s, so that a layer can clear a preset's mapping."""
     out = copy.deepcopy(dict(base))
     for key, value in top.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+        if isinstance(value, Mapping) and value and isinstance(out.get(key), Mapping):
             out[key] = _deep_merge(out[key], value)
         else:
             out[key] = copy.deepcopy(value)

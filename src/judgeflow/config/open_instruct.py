@@ -370,11 +370,6 @@ def _llm_judge(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
     )
 
 
-def _llm_judge_setting(flag: Flag, seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    key = _LLM_JUDGE_KEYS[flag.name]
-    return {key: _float(flag.values) if key.endswith("_s") else _number(flag.values)}, ""
-
-
 def _remap(flag: Flag, _seen: dict[str, Any]) -> tuple[dict[str, Any], str]:
     pairs = dict(v.split("=", 1) for v in flag.values if "=" in v)
     if len(pairs) != len(flag.values):
@@ -528,8 +523,8 @@ MAPPERS: dict[str, Mapper] = {
     "verification_reward": _set("rlvr.verification_reward", convert=_float),
     "remap_verifier": _remap,
     "llm_judge_model": _llm_judge,
-    "llm_judge_max_tokens": _llm_judge_setting,
-    "llm_judge_timeout": _llm_judge_setting,
+    "llm_judge_max_tokens": _set(_LLM_JUDGE_KEYS["llm_judge_max_tokens"]),
+    "llm_judge_timeout": _set(_LLM_JUDGE_KEYS["llm_judge_timeout"], convert=_float),
     "max_length_verifier_max_length": _set("rlvr.max_length_verifier_max_length"),
     "code_max_execution_time": _set("rlvr.code_max_execution_time", convert=_float),
     "code_pass_rate_reward_threshold": _set("rlvr.code_pass_rate_reward_threshold", convert=_float),
@@ -579,6 +574,7 @@ OPEN_INSTRUCT_DEFAULTS: dict[str, tuple[str, ...]] = {
     "verification_reward": ("10.0",),
     "non_stop_penalty": ("false",),
     "non_stop_penalty_value": ("0.0",),
+    "remap_verifier": (),  # none: `ifeval` rows are IFEvalG's (the rlvr preset remaps them)
 }
 #: Flags that set another's default when given (an unset twin must not undo them).
 _TWINS = {"no_filter_zero_std_samples": "filter_zero_std_samples"}
@@ -652,6 +648,26 @@ def _llm_judge_keys(out: Imported, seen: dict[str, Any]) -> None:
         out.unmapped.append((flag, "no LLM judge was mapped (see llm_judge_model)"))
 
 
+#: Tulu 3's RLVR mix, whose `ifeval` rows carry the `func_name` labels of `ifeval_old`.
+_TULU_IF_DATA = "hf://datasets/allenai/RLVR-GSM-MATH-IF-Mixed-Constraints"
+
+
+def _tulu_if_rows(out: Imported, train: list[dict[str, Any]]) -> None:
+    """Tulu 3's mix, where the script remaps nothing: its `ifeval` rows to `ifeval_old`, that
+    source only (open-instruct at e6c3044 routes them to IFEvalG, which raises on them)."""
+    if any(flag.name == "remap_verifier" and not flag.default for flag, _, _ in out.mapped):
+        return
+    for entry in train:
+        if entry["source"] == _TULU_IF_DATA:
+            entry["remap_verifier"] = {"ifeval": "ifeval_old"}
+            flag = next(f for f, _, _ in out.mapped if f.name == "dataset_mixer_list")
+            out.differences.append((flag, (
+                f"{_TULU_IF_DATA.removeprefix('hf://datasets/')}: its ifeval rows are Tulu 3's "
+                "func_name checks, which open-instruct (e6c3044) scores with IFEvalG and raises "
+                "on; judgeflow remaps them to ifeval_old for that source"
+            )))  # fmt: skip
+
+
 def _data_keys(out: Imported, seen: dict[str, Any]) -> None:
     """The data keys of the mixer flags: `data.mixer` (a split of a Hub dataset is some of its
     files, where `data.source` would be all of them); an eval mixer of the training data itself
@@ -671,6 +687,7 @@ def _data_keys(out: Imported, seen: dict[str, Any]) -> None:
                 out.unmapped.append((flag, str(exc)))
                 del out.mapped[i]
         return
+    _tulu_if_rows(out, train)
     keys: dict[str, Any] = {"data.source": None, "data.mixer": train}
     differs = ""
     if evals is not None:
