@@ -296,17 +296,19 @@ class LlmRuleJudge:
 def test_an_llm_judge_pays_open_instructs_score_times_the_verification_reward() -> None:
     """judge_mode llm: each general-quality_ref row's prompt is open-instruct's template over the
     whole conversation (`raw_query`), the response's final answer and the reference; its JSON
-    SCORE / 10 pays x verification_reward, a reply that does not read pays 0 and is counted."""
+    SCORE / 10 pays x verification_reward, a reply that does not read pays 0 and is counted; an
+    empty answer is asked about too, as open-instruct asks."""
     judge = LlmRuleJudge()
     raw = f"system: Answer briefly.\nuser: {QUERY}"
-    answers = ["<think>hm</think><answer>Paris.</answer>", "Lyon.", "garble"]
+    answers = ["<think>hm</think><answer>Paris.</answer>", "Lyon.", "garble", ""]
     extras = [{"dataset": ["general-quality_ref"], "query": QUERY, "raw_query": raw, "index": 0}]
     out = compute_score(
-        ["general-quality_ref"] * 3, answers, [[REFERENCE]] * 3, extras * 3, client=judge,
+        ["general-quality_ref"] * 4, answers, [[REFERENCE]] * 4, extras * 4, client=judge,
         **RULES, **{**JUDGE, "judge_mode": "llm", "judge_datasets": ["general-quality_ref"]},
     )  # fmt: skip
-    assert [r["score"] for r in out] == pytest.approx([9.0, 2.0, 0.0])
-    assert [r["judge_format_failure"] for r in out] == [0.0, 0.0, 1.0]
+    assert [r["score"] for r in out] == pytest.approx([9.0, 2.0, 0.0, 2.0])
+    assert [r["judge_format_failure"] for r in out] == [0.0, 0.0, 1.0, 0.0]
+    assert len(judge.prompts) == 4 and "[AI Answer]\n\n\n" in judge.prompts[3]
     first = judge.prompts[0]
     assert f"[Conversation History]\n{raw}\n\n[AI Answer]\nParis.\n\n" in first
     assert f"[Reference Gold Answer]\n{REFERENCE}\n" in first

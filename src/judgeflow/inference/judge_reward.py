@@ -172,8 +172,9 @@ def _grrm_chunks(members: list[int]) -> list[list[int]]:
 
 def judge_scores(client: JudgeClient, items: Sequence[JudgedItem]) -> JudgeScores:
     """The judge's score of each item, in as few calls as its batch size allows. An empty
-    answer is not shown to the judge (there is nothing to judge): it scores 0."""
-    asked = [i for i, it in enumerate(items) if it.answer.strip()]
+    answer is not shown to a judgeflow judge (there is nothing to judge): it scores 0; an LLM
+    judge (open-instruct's LM-judge verifiers) is asked about it, as open-instruct asks."""
+    asked = [i for i, it in enumerate(items) if _shown(it, client)]
     found = _judge_scores(client, [items[i] for i in asked])
     scores: list[float | None] = [0.0] * len(items)
     flipped = [False] * len(items)
@@ -181,6 +182,12 @@ def judge_scores(client: JudgeClient, items: Sequence[JudgedItem]) -> JudgeScore
         scores[i] = score
         flipped[i] = bool(found.flipped) and found.flipped[k]
     return JudgeScores(scores, found.format_failures, found.inconsistent, flipped, found.example)
+
+
+def _shown(item: JudgedItem, client: JudgeClient | None) -> bool:
+    """Whether the judge is asked about an item: any answer for an LLM judge, else a non-empty
+    one."""
+    return bool(item.answer.strip()) or (client is not None and client.mode == "llm")
 
 
 def panel_scores(found: Sequence[JudgeScores]) -> JudgeScores:
@@ -435,9 +442,9 @@ def _count(
     failures: FailureWindow | None,
 ) -> None:
     """One call's counts: printed as a line with ``judge_log_counts`` (verl's log follower
-    reads it), and the judge's replies (an empty answer was not shown) checked against
+    reads it), and the judge's replies (to the answers it was shown) checked against
     ``judge_max_failure_rate``."""
-    failed = [s is None for s, it in zip(found.scores, items, strict=True) if it.answer.strip()]
+    failed = [s is None for s, it in zip(found.scores, items, strict=True) if _shown(it, client)]
     if settings.get("judge_log_counts"):
         counts = JudgeCounts(len(items), len(failed), found.format_failures, found.inconsistent)
         print(counts.line(), flush=True)
