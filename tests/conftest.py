@@ -85,17 +85,40 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     rest, each group in its collected order: the longest start as the run starts and the quick
     ones fill the workers' ends, so the workers finish at about the same time. (The suite keeps
     both cores busy: a four-minute test handed out last is four minutes on the end of the run.)"""
-    items.sort(key=lambda item: (item.get_closest_marker("slow") is None, -_expected_s(item)))
+    items.sort(
+        key=lambda item: (
+            item.nodeid.split("::")[0] not in SHARED,  # the dev-cluster chain, the longest, first
+            item.get_closest_marker("slow") is None,
+            -_expected_s(item),
+        )
+    )
+
+
+#: Modules whose tests share a costly module-scoped fixture (a Ray cluster, a served judge, a
+#: training run to resume against): on one worker, the fixture starts once, not once a worker.
+TOGETHER = {
+    "tests/ray_backend/test_ray_backend.py",
+    "tests/inference/test_served_judge_client.py",
+    "tests/engines/test_trl_resume.py",
+}
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """scripts/test runs three pytest-xdist workers: every test goes to whichever is free, except
-    the `SHARED` ones. (xdist's own `--dist loadgroup` marks do not take under pytest 9.)"""
+    the `SHARED` ones (one after another, on one worker) and each `TOGETHER` module (its tests
+    on one worker). Work is handed out in the collected order (`pytest_collection_modifyitems`),
+    not xdist's by-size reordering. (xdist's own `--dist loadgroup` marks do not take under
+    pytest 9.)"""
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False
 
     class SharedRunTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "dev-slurm-cluster" if nodeid.split("::")[0] in SHARED else nodeid
+            module = nodeid.split("::")[0]
+            if module in SHARED:
+                return "dev-slurm-cluster"
+            return module if module in TOGETHER else nodeid
 
     return SharedRunTogether(config, log)
 

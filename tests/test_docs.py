@@ -60,6 +60,7 @@ def _links(path: Path) -> list[str]:
     return [m.group(1) for m in _LINK.finditer(text)]
 
 
+@pytest.mark.slow(seconds=25)  # a whole mkdocs build
 def test_the_docs_site_builds_in_strict_mode(tmp_path: Path) -> None:
     mkdocs = Path(sys.executable).with_name("mkdocs")
     built = subprocess.run([str(mkdocs), "build", "--strict", "--site-dir", str(tmp_path / "site")],

@@ -73,6 +73,7 @@ def two_at_once(cfg: RunConfig) -> list[tuple[str, Manifest]]:
     return [(f.state.name, result) for f, result in zip(futures, results, strict=True)]
 
 
+@pytest.mark.slow(seconds=20)  # two pipeline runs, one waiting on the other
 @pytest.mark.timeout(600)
 def test_the_second_run_waits_for_the_first_and_reads_its_result(
     prefect_server: str,

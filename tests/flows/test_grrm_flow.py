@@ -69,6 +69,9 @@ def test_grrm_full_pipeline_sft_then_rlvr(
     )  # fmt: skip
     assert again["stages"] == dict.fromkeys(summary["stages"], "cached")
     assert again["checkpoint"] == summary["checkpoint"]
+    again_tags = client.get_run(again["mlflow_run_id"]).data.tags  # the cached SFT model, reused
+    assert again_tags["judgeflow.sft.model_dir"] == str(sft_dir)
+    assert again_tags["judgeflow.train.start_model"] == str(sft_dir)
 
 
 def test_rlvr_alone_without_an_sft_of_this_lineage_says_what_to_do(

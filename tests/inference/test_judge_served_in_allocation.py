@@ -49,6 +49,7 @@ def _servers(instance: str) -> list[int]:
     return [int(pid) for pid in found.stdout.split()]
 
 
+@pytest.mark.slow(seconds=25)  # two `mlflow models serve` started and watched
 def test_two_jobs_on_one_node_are_each_paid_by_their_own_judge_and_a_dead_one_stops_its_job(
     tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -61,21 +61,39 @@ class JobHandle:
 
     def result(self) -> dict[str, Any]:
         """Rank 0's result; raises JobFailed (retryable when killed from outside)."""
+        if self._cancelled_without_result():  # submitit would wait 15 s for a file never written
+            raise self._failed(self.state, _last_lines(self._stderr(), 30))
         try:
             results = self.job.results()
         except (submitit.core.utils.FailedJobError, submitit.core.utils.UncompletedJobError) as exc:
-            state = self.final_state()
-            known = _job_failure(self.spec)  # what the job itself found (a kill, a lost node)
-            raise JobFailed(
-                f"stage {self.spec.name} (job {self.job_id}) ended in state {state.value}"
-                + (f" ({known['reason']})" if known else "")
-                + f"; log: {self.log_paths['stdout']}\n{_last_lines(str(exc), 30)}",
-                state=state.value,
-                retryable=state.killed_from_outside or bool(known and known["retryable"]),
-            ) from None
+            raise self._failed(self.final_state(), _last_lines(str(exc), 30)) from None
         if not results or results[0] is None:
             raise JobFailed(f"stage {self.spec.name} (job {self.job_id}) returned no result")
         return dict(results[0])
+
+    def _failed(self, state: JobState, tail: str) -> JobFailed:
+        known = _job_failure(self.spec)  # what the job itself found (a kill, a lost node)
+        return JobFailed(
+            f"stage {self.spec.name} (job {self.job_id}) ended in state {state.value}"
+            + (f" ({known['reason']})" if known else "")
+            + f"; log: {self.log_paths['stdout']}\n{tail}",
+            state=state.value,
+            retryable=state.killed_from_outside or bool(known and known["retryable"]),
+        )
+
+    def _cancelled_without_result(self) -> bool:
+        """Killed from outside (cancelled, preempted, out of time) and no result written: the
+        job never will write one."""
+        state = self.state
+        return (
+            state.finished
+            and state.killed_from_outside
+            and not Path(self.job.paths.result_pickle).exists()
+        )
+
+    def _stderr(self) -> str:
+        path = Path(self.job.paths.stderr)
+        return path.read_text(errors="replace") if path.exists() else ""
 
     def final_state(self, wait_s: float = 30.0) -> JobState:
         """The job's end state; accounting can lag the job by a moment, so poll briefly."""
