@@ -234,17 +234,22 @@ def _label(verifier: str, value: Any, where: str) -> str:
     if verifier in CODE_VERIFIERS:
         return _code_label(verifier, value, where)
     if verifier == "ifeval_old":
+        hint = (
+            " (an instruction_id label is IFEvalG's, which the ifeval verifier scores: remap "
+            "this dataset to ifeval, or clear the remap with rlvr.remap_verifier: {})"
+            if "instruction_id" in str(value) else ""
+        )  # fmt: skip
         constraint = value
         if isinstance(value, str):
             try:
                 constraint = json.loads(value)
             except json.JSONDecodeError as exc:
-                raise _Invalid(where, f"ifeval_old: not JSON ({exc.msg})") from exc
+                raise _Invalid(where, f"ifeval_old: not JSON ({exc.msg}){hint}") from exc
         check = constraint.get("func_name") if isinstance(constraint, dict) else None
         if not isinstance(check, str) or check not in IF_FUNCTIONS:
             raise _Invalid(
                 where, f"ifeval_old: expected an object whose func_name is one of its checks, "
-                f"got {_got(value)}",
+                f"got {_got(value)}{hint}",
             )  # fmt: skip
         return json.dumps(constraint, ensure_ascii=False, sort_keys=True)
     if verifier in LENGTH_VERIFIERS:

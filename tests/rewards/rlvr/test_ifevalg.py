@@ -226,3 +226,17 @@ def test_the_linear_scans_find_what_ifevals_quadratic_regexes_find() -> None:
             check = INSTRUCTIONS["detectable_content:postscript"](postscript_marker=marker)
             expected = bool(re.findall(pattern, text.lower(), flags=re.MULTILINE))
             assert check(text) == expected, (marker, text)
+
+
+def test_an_ifevalg_label_remapped_to_ifeval_old_is_refused_saying_which_verifier_reads_it(
+    tmp_path: Path,
+) -> None:
+    """The rlvr preset remaps `ifeval` to `ifeval_old` for Tulu 3's data; current data's
+    `ifeval` rows under that remap are refused, saying so."""
+    label = _label(["punctuation:no_comma"], [{}])
+    data = _rows(tmp_path / "if.jsonl", [_row(label)])
+    with pytest.raises(DataValidationError) as err:
+        read_rlvr(data, remap_verifier={"ifeval": "ifeval_old"})
+    [issue] = err.value.issues
+    assert "IFEvalG's, which the ifeval verifier scores" in issue.message, issue.message
+    assert read_rlvr(data).examples[0].verifiers == ("ifeval",)  # without the remap
