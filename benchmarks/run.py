@@ -188,7 +188,7 @@ def bench_rewards(quick: bool) -> tuple[list[Row], dict[str, Any]]:
 
 
 def bench_ray_startup(quick: bool) -> tuple[list[Row], dict[str, Any]]:
-    runs = 2 if quick else 10
+    runs = 1 if quick else 10
     try:
         info = ray_startup.measure(runs, local=quick)
     except ray_startup.Unavailable as exc:

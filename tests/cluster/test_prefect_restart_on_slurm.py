@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
 
 BIN = Path(sys.executable).parent
-OUTAGE_S = 20
+#: Prefect stays down until the job has trained three more steps (at most this long).
+OUTAGE_S = 120
+MAX_STEPS = 30
 
 
 def _step(home: Path) -> int:
@@ -67,7 +69,7 @@ def test_prefect_restart_while_a_slurm_stage_trains(
          "--set", "cluster.timeout_min=15", "--set", "cluster.ray_num_cpus=1",
          "--set", "cluster.ray_object_store_mb=80", "--set", "cluster.poll_s=1",
          "--set", "sft.enabled=false", "--set", "evaluation.enabled=false",
-         "--set", "grpo.max_steps=60", "--set", "grpo.save_freq=1000"],
+         "--set", f"grpo.max_steps={MAX_STEPS}", "--set", "grpo.save_freq=1000"],
         env=env, stdout=(tmp_path / "flow.log").open("wb"), stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
@@ -78,8 +80,11 @@ def test_prefect_restart_while_a_slurm_stage_trains(
             time.sleep(1)
         before = _step(home)
         server.stop()
-        time.sleep(OUTAGE_S)
+        deadline = time.monotonic() + OUTAGE_S
+        while _step(home) < before + 3 and time.monotonic() < deadline:  # the job trains on
+            time.sleep(0.5)
         during = _step(home)
+        assert during < MAX_STEPS, "the stage ended before Prefect came back: train longer"
         server.start()
         assert flow.wait(600) == 0, (tmp_path / "flow.log").read_text()[-4000:]
         assert during > before, "the job went on training while Prefect was down"
