@@ -103,15 +103,10 @@ TOGETHER = {
 }
 
 
-#: Folders of quick, pure-function tests (thousands of cases): handed out a module at a time,
-#: which saves the per-test scheduling of pytest-xdist (about 10 ms of each worker a test).
-BY_MODULE = ("tests/rewards/", "tests/config/", "tests/data/")
-
-
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """scripts/test runs three pytest-xdist workers: every test goes to whichever is free, except
-    the `SHARED` ones (one after another, on one worker) and each `TOGETHER` or `BY_MODULE`
-    module (its tests on one worker). Work is handed out in the collected order (`pytest_collection_modifyitems`),
+    the `SHARED` ones (one after another, on one worker) and each `TOGETHER` module (its tests
+    on one worker). Work is handed out in the collected order (`pytest_collection_modifyitems`),
     not xdist's by-size reordering. (xdist's own `--dist loadgroup` marks do not take under
     pytest 9.)"""
     from xdist.scheduler import LoadScopeScheduling
@@ -123,7 +118,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
             module = nodeid.split("::")[0]
             if module in SHARED:
                 return "dev-slurm-cluster"
-            return module if module in TOGETHER or module.startswith(BY_MODULE) else nodeid
+            return module if module in TOGETHER else nodeid
 
     return SharedRunTogether(config, log)
 
