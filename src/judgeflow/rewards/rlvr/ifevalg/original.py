@@ -22,12 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from judgeflow.rewards.rlvr.ifevalg.common import (
-    COMPARISON_RELATION,
-    Check,
-    DrawnAtRandom,
-    drawn_at_random,
-)
+from judgeflow.rewards.rlvr.ifevalg.common import Check, Draws, compares
 from judgeflow.rewards.rlvr.ifevalg.text import (
     LANGUAGE_CODES,
     count_sentences,
@@ -37,56 +32,11 @@ from judgeflow.rewards.rlvr.ifevalg.text import (
 
 __all__ = ["INSTRUCTIONS"]
 
-_LESS_THAN = COMPARISON_RELATION[0]
-
 #: The answers ``detectable_format:constrained_response`` accepts (any one, anywhere).
 CONSTRAINED_RESPONSE_OPTIONS = ("My answer is yes.", "My answer is no.", "My answer is maybe.")
 
 #: What ``detectable_format:json_format`` strips from the front, one after the other.
 _JSON_FENCES = ("```json", "```Json", "```JSON", "```")
-
-
-class _Draws:
-    """The arguments open-instruct would make up for one build, the first one remembered.
-
-    Its ``build_description`` goes on after a draw, so a later argument can still make it raise
-    (a relation it does not know, a count it cannot compare with 0); :meth:`settle` refuses the
-    draw only once every argument has been looked at, so those raise here too."""
-
-    def __init__(self, instruction_id: str) -> None:
-        self.instruction_id = instruction_id
-        self.first: DrawnAtRandom | None = None
-
-    def note(self, argument: str, given: Any = None) -> None:
-        if self.first is None:
-            self.first = drawn_at_random(self.instruction_id, argument, given)
-
-    def count(self, argument: str, given: Any) -> Any:
-        """A count open-instruct replaces when missing or negative (``TypeError`` where it
-        cannot be compared with 0, a string say; ``0`` and floats pass)."""
-        if given is None or given < 0:
-            self.note(argument, given)
-        return given
-
-    def relation(self, argument: str, given: Any) -> Any:
-        """``"less than"`` or ``"at least"``; another value raises ``ValueError``."""
-        if given is None:
-            self.note(argument, given)
-        elif given not in COMPARISON_RELATION:
-            raise ValueError(
-                f"{self.instruction_id}: {argument} must be one of {COMPARISON_RELATION}, "
-                f"not {given!r}"
-            )
-        return given
-
-    def settle(self) -> None:
-        if self.first is not None:
-            raise self.first
-
-
-def _compares(actual: Any, relation: str, threshold: Any) -> bool:
-    """``actual < threshold`` for "less than", else ``actual >= threshold``."""
-    return bool(actual < threshold) if relation == _LESS_THAN else bool(actual >= threshold)
 
 
 def _langdetect(text: str) -> str | None:
@@ -108,7 +58,7 @@ def keyword_existence(*, keywords: Sequence[str] | None = None) -> Check:
     """Every keyword is found, ignoring case. Keywords are regular expressions searched in
     sorted order, stopping at the first one missing (so an invalid one raises only if reached);
     a string is taken as its sorted characters, each one a keyword."""
-    draws = _Draws("keywords:existence")
+    draws = Draws("keywords:existence")
     if not keywords:
         draws.note("keywords", keywords)
     else:
@@ -130,7 +80,7 @@ def keyword_frequency(
     matches (non-overlapping; not as a whole word: "cat" is found in "concatenate"), compared
     with ``frequency``. A blank keyword strips to "", which matches once more than the
     response has characters."""
-    draws = _Draws("keywords:frequency")
+    draws = Draws("keywords:frequency")
     if not keyword:
         draws.note("keyword", keyword)
     else:
@@ -142,7 +92,7 @@ def keyword_frequency(
 
     def check(response: str) -> bool:
         found = len(re.findall(keyword, response, flags=re.IGNORECASE))
-        return _compares(found, relation, frequency)
+        return compares(found, relation, frequency)
 
     return check
 
@@ -151,7 +101,7 @@ def forbidden_words(*, forbidden_words: Sequence[str] | None = None) -> Check:
     """None of the words is found as ``\\b<word>\\b``, ignoring case (the word is a regular
     expression). They are looked for in sorted order, duplicates dropped, stopping at the first
     one found; a string is taken as its characters."""
-    draws = _Draws("keywords:forbidden_words")
+    draws = Draws("keywords:forbidden_words")
     if not forbidden_words:
         draws.note("forbidden_words", forbidden_words)
     else:
@@ -176,7 +126,7 @@ def letter_frequency(
     "a", and the Kelvin sign U+212A means "k"); anything else of length 0 or 1 (a digit, "é") is
     drawn at random, as is a longer string, while "İ" (which lowercases to two characters)
     raises ``TypeError``."""
-    draws = _Draws("keywords:letter_frequency or letters:letter_counting2")
+    draws = Draws("keywords:letter_frequency or letters:letter_counting2")
     if not letter or len(letter) > 1 or not 97 <= ord(letter.lower()) <= 122:
         draws.note("letter", letter)
     else:
@@ -187,7 +137,7 @@ def letter_frequency(
     assert letter is not None and let_relation is not None
 
     def check(response: str) -> bool:
-        return _compares(response.lower().count(letter), let_relation, let_frequency)
+        return compares(response.lower().count(letter), let_relation, let_frequency)
 
     return check
 
@@ -199,7 +149,7 @@ def response_language(*, language: str | None = None) -> Check:
     """langdetect names the response's language as the ISO 639-1 ``language`` (one of
     ``LANGUAGE_CODES``: another raises ``KeyError``, as open-instruct looks up its name). A text
     langdetect cannot read (no letters at all) counts as followed."""
-    draws = _Draws("language:response_language")
+    draws = Draws("language:response_language")
     if language is None:
         draws.note("language")
     elif language not in LANGUAGE_CODES:  # an unhashable one raises TypeError, as there
@@ -245,7 +195,7 @@ def capital_word_frequency(
     """How many of NLTK's word tokens are ``str.isupper()`` ("I", "A", "U.S." count),
     compared with ``capital_frequency``. Unlike the other counts, a negative one is kept and
     one that is not a number is only refused when a response is checked (``TypeError``)."""
-    draws = _Draws("change_case:capital_word_frequency")
+    draws = Draws("change_case:capital_word_frequency")
     if capital_frequency is None:
         draws.note("capital_frequency")
     capital_relation = draws.relation("capital_relation", capital_relation)
@@ -254,7 +204,7 @@ def capital_word_frequency(
 
     def check(response: str) -> bool:
         capitals = sum(1 for token in word_tokenize(response) if token.isupper())
-        return _compares(capitals, capital_relation, capital_frequency)
+        return compares(capitals, capital_relation, capital_frequency)
 
     return check
 
@@ -262,32 +212,37 @@ def capital_word_frequency(
 # --- length ------------------------------------------------------------------------------------
 
 
-def number_sentences(*, num_sentences: int | None = None, relation: str | None = None) -> Check:
-    """NLTK Punkt's sentences, compared with ``num_sentences``."""
-    draws = _Draws("length_constraints:number_sentences")
-    num_sentences = draws.count("num_sentences", num_sentences)
+def _counted(
+    instruction_id: str, argument: str, given: Any, relation: Any, counter: Callable[[str], int]
+) -> Check:
+    """A length instruction: the response's ``counter`` compared with the count ``given``."""
+    draws = Draws(instruction_id)
+    given = draws.count(argument, given)
     relation = draws.relation("relation", relation)
     draws.settle()
-    assert relation is not None
 
     def check(response: str) -> bool:
-        return _compares(count_sentences(response), relation, num_sentences)
+        return compares(counter(response), relation, given)
 
     return check
+
+
+def number_sentences(*, num_sentences: int | None = None, relation: str | None = None) -> Check:
+    """NLTK Punkt's sentences, compared with ``num_sentences``."""
+    return _counted(
+        "length_constraints:number_sentences",
+        "num_sentences",
+        num_sentences,
+        relation,
+        count_sentences,
+    )
 
 
 def number_words(*, num_words: int | None = None, relation: str | None = None) -> Check:
     """Runs of word characters (``\\w+``: "don't" is two), compared with ``num_words``."""
-    draws = _Draws("length_constraints:number_words")
-    num_words = draws.count("num_words", num_words)
-    relation = draws.relation("relation", relation)
-    draws.settle()
-    assert relation is not None
-
-    def check(response: str) -> bool:
-        return _compares(count_words(response), relation, num_words)
-
-    return check
+    return _counted(
+        "length_constraints:number_words", "num_words", num_words, relation, count_words
+    )
 
 
 _DIVIDER = re.compile(r"\s?\*\*\*\s?")
@@ -298,7 +253,7 @@ def number_paragraphs(*, num_paragraphs: int | None = None) -> Check:
     divides, leaving a "*" in the next part; "******" is two dividers). A blank part before the
     first or after the last divider is not counted, a blank one between two dividers fails the
     check; a blank response has 0 paragraphs."""
-    draws = _Draws("length_constraints:number_paragraphs")
+    draws = Draws("length_constraints:number_paragraphs")
     num_paragraphs = draws.count("num_paragraphs", num_paragraphs)
     draws.settle()
 
@@ -327,7 +282,7 @@ def nth_paragraph_first_word(
     drawn from 1 to ``num_paragraphs + 1``: for 0 paragraphs that is always 1 (and the check
     always fails), for a fractional count it raises ``ValueError``. A float ``nth_paragraph``
     raises ``TypeError`` when checked, unless the response has fewer paragraphs."""
-    draws = _Draws("length_constraints:nth_paragraph_first_word")
+    draws = Draws("length_constraints:nth_paragraph_first_word")
     given_count = num_paragraphs  # None where open-instruct draws it
     if num_paragraphs is None or num_paragraphs < 0:
         draws.note("num_paragraphs", num_paragraphs)
@@ -391,7 +346,7 @@ def _placeholders(text: str) -> int:
 
 def number_placeholders(*, num_placeholders: int | None = None) -> Check:
     """At least ``num_placeholders`` square-bracket spans (``[]`` counts, one line each)."""
-    draws = _Draws("detectable_content:number_placeholders")
+    draws = Draws("detectable_content:number_placeholders")
     num_placeholders = draws.count("num_placeholders", num_placeholders)
     draws.settle()
 
@@ -410,7 +365,7 @@ def postscript(*, postscript_marker: str | None = None) -> Check:
     "P.S." allow a space after each dot ("P.P.S" then also matches "p.p.s."); any other marker
     is lowercased and taken as a regular expression (an empty one always matches). A marker
     that is not a string raises when checked."""
-    draws = _Draws("detectable_content:postscript")
+    draws = Draws("detectable_content:postscript")
     marker = postscript_marker.strip() if isinstance(postscript_marker, str) else postscript_marker
     if marker is None:
         draws.note("postscript_marker")
@@ -463,7 +418,7 @@ def number_bullet_lists(*, num_bullets: int | None = None) -> Check:
     """Exactly ``num_bullets`` lines whose first non-blank character is "-" (so "---" rules
     count), or "*" followed by anything but "*" (so "**bold**" does not count, and a lone "*"
     takes the next line as its text, that line then not counted)."""
-    draws = _Draws("detectable_format:number_bullet_lists")
+    draws = Draws("detectable_format:number_bullet_lists")
     num_bullets = draws.count("num_bullets", num_bullets)
     draws.settle()
 
@@ -491,7 +446,7 @@ def number_highlighted_sections(*, num_highlights: int | None = None) -> Check:
     """At least ``num_highlights`` non-blank ``*text*`` plus ``**text**`` spans (one line, no
     "*" inside), each pattern counted on its own: "**bold**" counts once (its single-star
     matches are empty), "*a* *b*" twice, but so does "*a*b*c*" ("*a*", "*c*")."""
-    draws = _Draws("detectable_format:number_highlighted_sections")
+    draws = Draws("detectable_format:number_highlighted_sections")
     num_highlights = draws.count("num_highlights", num_highlights)
     draws.settle()
 
@@ -509,7 +464,7 @@ def multiple_sections(
     """At least ``num_sections`` matches of the splitter (a case-sensitive regular expression,
     stripped) followed by a number, anywhere in the text ("SubSection 2" counts). Counted as
     ``re.split`` parts less one, so a group in the splitter counts each match more than once."""
-    draws = _Draws("detectable_format:multiple_sections")
+    draws = Draws("detectable_format:multiple_sections")
     spliter = section_spliter.strip() if isinstance(section_spliter, str) else section_spliter
     if spliter is None:
         draws.note("section_spliter")
@@ -592,7 +547,7 @@ def end_checker(*, end_phrase: str | None = None) -> Check:
     """The response, stripped of whitespace and then of double quotes, ends with the phrase,
     ignoring case (an empty phrase always). A phrase that is not a string raises when
     checked."""
-    draws = _Draws("startend:end_checker")
+    draws = Draws("startend:end_checker")
     if end_phrase is None:
         draws.note("end_phrase")
     draws.settle()

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from judgeflow.rewards.rlvr.ifevalg.common import Check, drawn_at_random
+from judgeflow.rewards.rlvr.ifevalg.common import Check, Draws, drawn_at_random
 from judgeflow.rewards.rlvr.ifevalg.text import split_into_sentences, word_tokenize
 
 __all__ = ["INSTRUCTIONS"]
@@ -20,14 +20,6 @@ _MARKDOWN_DIVIDER = re.compile(r"\s?\*\*\*\s?")
 
 #: The separator between the copies ``copy:copying_multiple`` asks for.
 _COPY_SEPARATOR = "******"
-
-
-def _refuse_drawn(instruction_id: str, drawn: list[tuple[str, Any]]) -> None:
-    """Raise for the first argument open-instruct would have drawn, once the build has got as far
-    as open-instruct's does (so an error it raises after a draw wins)."""
-    if drawn:
-        argument, given = drawn[0]
-        raise drawn_at_random(instruction_id, argument, given)
 
 
 def _only_value(low: Any, high: Any) -> int | None:
@@ -64,14 +56,14 @@ def repeat_phrase(*, phrase: Any = None, small_n: Any = None) -> Check:
     length in words with exactly one word changed. Quirks: the words are a regex (``C++`` raises
     when checking); an unchanged copy fails only by not counting; a blank phrase raises
     IndexError when checking."""
-    drawn: list[tuple[str, Any]] = []
+    draws = Draws("copy:repeat_phrase")
     if not phrase:
-        drawn.append(("phrase", phrase))
+        draws.note("phrase", phrase)
     else:
         phrase = phrase.strip()
     if not small_n:
-        drawn.append(("small_n", small_n))
-    _refuse_drawn("copy:repeat_phrase", drawn)
+        draws.note("small_n", small_n)
+    draws.settle()
 
     def check(response: str) -> bool:
         words = phrase.split()
@@ -109,20 +101,20 @@ def copy_span_idx(*, prompt_to_repeat: Any = None, n_start: Any = None, n_end: A
     "including"); ``n_start=0`` counts as missing, and is drawn from ``0 … len(prompt) - 2`` (a
     prompt under two characters makes that draw raise ValueError; one of two gives 0, no draw)."""
     prompt = _required_prompt(prompt_to_repeat)
-    drawn: list[tuple[str, Any]] = []
+    draws = Draws("new:copy_span_idx")
     start, end = n_start, n_end
     if not start:
         start = _only_value(0, len(prompt) - 2)
         if start is None:
-            drawn.append(("n_start", n_start))
+            draws.note("n_start", n_start)
     if not end:
-        if drawn:  # a drawn start leaves a range from start + 1 that is never empty
-            drawn.append(("n_end", n_end))
+        if start is None:  # a drawn start leaves a range from start + 1 that is never empty
+            draws.note("n_end", n_end)
         else:
             end = _only_value(start + 1, len(prompt) - 1)
             if end is None:
-                drawn.append(("n_end", n_end))
-    _refuse_drawn("new:copy_span_idx", drawn)
+                draws.note("n_end", n_end)
+    draws.settle()
 
     def check(response: str) -> bool:
         return response.strip().lower() == prompt[start:end].strip().lower()
@@ -224,12 +216,12 @@ def lowercase_counting(*, N: Any = None) -> Check:
 def letter_counting(*, N: Any = None, relation: Any = None) -> Check:
     """``letters:letter_counting``: the count of ASCII letters is ``relation`` ("less than" or
     "at least") ``N``. Quirk: any other relation is accepted and is never followed."""
-    drawn: list[tuple[str, Any]] = []
+    draws = Draws("letters:letter_counting")
     if not N:
-        drawn.append(("N", N))
+        draws.note("N", N)
     if not relation:
-        drawn.append(("relation", relation))
-    _refuse_drawn("letters:letter_counting", drawn)
+        draws.note("relation", relation)
+    draws.settle()
 
     def check(response: str) -> bool:
         letters = len(re.findall(r"[a-zA-Z]", response))
@@ -247,12 +239,12 @@ def counting_composition(*, n_sent: Any = None, n_words: Any = None) -> Check:
     ``* * *`` does not split), each of ``n_sent`` sentences (IFEvalG's regex splitter) of
     ``n_words`` NLTK tokens (punctuation counts). Quirk: a divider at either end leaves an empty
     paragraph of no sentences, which fails."""
-    drawn: list[tuple[str, Any]] = []
+    draws = Draws("count:counting_composition")
     if not n_sent:
-        drawn.append(("n_sent", n_sent))
+        draws.note("n_sent", n_sent)
     if not n_words:
-        drawn.append(("n_words", n_words))
-    _refuse_drawn("count:counting_composition", drawn)
+        draws.note("n_words", n_words)
+    draws.settle()
 
     def check(response: str) -> bool:
         paragraphs = _MARKDOWN_DIVIDER.split(response)
@@ -276,16 +268,16 @@ def count_increment_word(*, keyword1: Any = None, keyword2: Any = None) -> Check
     """``count:count_increment_word``: ``keyword1`` found once and ``keyword2`` twice, each a
     case-insensitive regex matched anywhere (``cat`` in ``category`` counts; an invalid regex
     raises when checking)."""
-    drawn: list[tuple[str, Any]] = []
+    draws = Draws("count:count_increment_word")
     if not keyword1:
-        drawn.append(("keyword1", keyword1))
+        draws.note("keyword1", keyword1)
     else:
         keyword1 = keyword1.strip()
     if not keyword2:
-        drawn.append(("keyword2", keyword2))
+        draws.note("keyword2", keyword2)
     else:
         keyword2 = keyword2.strip()
-    _refuse_drawn("count:count_increment_word", drawn)
+    draws.settle()
 
     def check(response: str) -> bool:
         once = len(re.findall(keyword1, response, flags=re.IGNORECASE))

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
-from judgeflow.rewards.rlvr.ifevalg.common import COMPARISON_RELATION, Check, drawn_at_random
+from judgeflow.rewards.rlvr.ifevalg.common import Check, Draws, compares, drawn_at_random
 from judgeflow.rewards.rlvr.ifevalg.text import split_into_sentences, word_tokenize
 
 __all__ = ["INSTRUCTIONS"]
@@ -76,29 +76,18 @@ def word_count_different_numbers(
     """The keyword, a case-insensitive regular expression, matches fewer than ``frequency`` times
     (``less than``) or at least that many (``at least``). A negative frequency is drawn at random;
     one that cannot be compared with 0 (text) raises, as does an unknown relation."""
-    instruction_id = "keywords:word_count_different_numbers"
-    drawn: list[tuple[str, Any]] = []  # open-instruct checks every argument before drawing
-    pattern = ""
+    draws = Draws("keywords:word_count_different_numbers")
     if not keyword:
-        drawn.append(("keyword", keyword))
+        draws.note("keyword", keyword)
     else:
-        pattern = keyword.strip()
-    if frequency is None or frequency < 0:
-        drawn.append(("frequency", frequency))
-    if relation is None:
-        drawn.append(("relation", relation))
-    elif relation not in COMPARISON_RELATION:
-        raise ValueError(
-            f"{instruction_id}: relation must be one of {COMPARISON_RELATION}, not {relation!r}"
-        )
-    if drawn:
-        raise drawn_at_random(instruction_id, *drawn[0])
+        keyword = keyword.strip()
+    frequency = draws.count("frequency", frequency)
+    relation = draws.relation("relation", relation)
+    draws.settle()
 
     def check(response: str) -> bool:
-        found = len(re.findall(pattern, response, flags=re.IGNORECASE))
-        if relation == COMPARISON_RELATION[0]:
-            return bool(found < frequency)
-        return bool(found >= frequency)
+        found = len(re.findall(keyword, response, flags=re.IGNORECASE))
+        return compares(found, relation, frequency)
 
     return check
 
