@@ -224,11 +224,14 @@ def seeds(
 MIN_JUDGED_GAIN = 0.10
 #: The judge-paid demo's held-out questions (the tiny profile's data.val_source), with verifiers.
 JUDGED_HELD_OUT = "rlvr/tinyrlvr_val.jsonl"
+#: The rlvr-judged recipe's registered policy name (each seed's gets `-seed-N`).
+JUDGED_POLICY = "rlvr-judged-policy"
 _PAID_BY = re.compile(r"paid by +: (\S+)")
 _PANEL = re.compile(r"judge panel +: (.+?) \(each rollout")
 _GATE = re.compile(r"hacking gate +: (clear|suspected)(.*)")
 _CHAMPION = re.compile(
-    r"registered +: rlvr-judged-policy v\d+ (promoted|first version|already champion)"
+    # the policy's own line: not its SFT model's (`…-sft`, the first version of its name)
+    r"registered +: rlvr-judged-policy(?:-seed-\d+)? v\d+ (promoted|first version|already champion)"
 )
 _TRAINED_FIRST = re.compile(r"has no champion yet: training it first")
 _EXAMPLES = 6
@@ -393,14 +396,17 @@ def _judged_run(home: Path, sets: Sequence[str], profile: str = "tiny") -> dict[
 def judged(selected_seeds: Sequence[int], overrides: Sequence[str] = ()) -> None:
     """A judge pays a policy. In one fresh JUDGEFLOW_HOME: `judgeflow run rlvr-judged --profile
     tiny` per seed (the first trains the judge taught by verifiers, the others find it
-    champion); then `make demo`'s answer/non-answer judge and `--profile tiny-hackable`, which
+    champion), each seed's policy registered under its own name (`JUDGED_POLICY-seed-N`), so
+    that the registry weighs it against its own start, not against an earlier seed's policy;
+    then `make demo`'s answer/non-answer judge and `--profile tiny-hackable`, which
     the hacking gate must refuse."""
     started = time.monotonic()
     runs = []
     with tempfile.TemporaryDirectory(prefix="jf-judged-") as tmp:
         home = Path(tmp)
         for seed in selected_seeds:
-            run = {"seed": seed, **_judged_run(home, [f"data.seed={seed}", *overrides])}
+            sets = [f"data.seed={seed}", f"register.model_name={JUDGED_POLICY}-seed-{seed}"]
+            run = {"seed": seed, **_judged_run(home, [*sets, *overrides])}
             runs.append(run)
             view = run["judge_view"]
             print(f"rlvr-judged seed {seed}: verifiable_correct_rate "

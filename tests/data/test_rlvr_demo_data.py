@@ -42,13 +42,13 @@ def test_held_out_pairs_are_trained_on_in_neither_order() -> None:
     assert not held_out & {_options(r) for r in train}
     assert not held_out & {_options(r) for r in sft}
     assert {_question(r) for r in sft} == {_question(r) for r in train}
-    assert len(val) == 76 and len(train) == 302
+    assert len(val) == 106 and len(train) == 422
 
 
 def test_both_verifiers_and_a_teacher_right_half_the_time_in_the_r1_format() -> None:
     rows = demo_rows()
     val = rows["tinyrlvr_val.jsonl"]
-    assert Counter(r["dataset"] for r in val) == {"string_matcher": 56, "gsm8k": 20}
+    assert Counter(r["dataset"] for r in val) == {"string_matcher": 58, "gsm8k": 48}
     teacher = RULES["first option (the SFT teacher)"]
     right = [verify(r["dataset"], teacher(_question(r)), r["ground_truth"]) for r in val]
     assert sum(right) / len(val) == 0.5
@@ -62,7 +62,7 @@ def test_both_verifiers_and_a_teacher_right_half_the_time_in_the_r1_format() -> 
 
 def test_the_files_read_as_open_instruct_rows(tmp_path: Path) -> None:
     read = read_rlvr([SAMPLES / "tinyrlvr.jsonl", SAMPLES / "tinyrlvr_val.jsonl"])
-    assert read.rows_read == 378 and not read.dropped
+    assert read.rows_read == 528 and not read.dropped
     assert {ex.verifiers for ex in read.examples} == {("string_matcher",), ("gsm8k",)}
     first = json.loads((SAMPLES / "tinyrlvr.jsonl").read_text().splitlines()[0])
     assert set(first) == {"messages", "ground_truth", "dataset"}

@@ -15,7 +15,6 @@ from judgeflow.dev.verified_judge_data import (
     OTHER_KIND,
     OWN_PIECES,
     PIECES,
-    ROUNDS,
     SAME_KIND,
     demo_rows,
     judge_query,
@@ -48,17 +47,10 @@ def test_the_judges_labels_are_the_verifiers_and_the_right_option_scores_4() -> 
     # both options of every training question, SAME_KIND answers of its kind that are neither
     # option, OTHER_KIND of another kind, pieces of words and pieces of its own right answer
     zeros = sum(
-        ROUNDS[r["dataset"]]
-        * (
-            1
-            + SAME_KIND[r["dataset"]]
-            + OTHER_KIND[r["dataset"]]
-            + PIECES
-            + OWN_PIECES[r["dataset"]]
-        )
+        1 + SAME_KIND[r["dataset"]] + OTHER_KIND[r["dataset"]] + PIECES + OWN_PIECES[r["dataset"]]
         for r in train
     )
-    assert labels[4] == sum(ROUNDS[r["dataset"]] for r in train) and labels[0] == zeros
+    assert labels[4] == len(train) and labels[0] == zeros
     # the SFT rows: every answer word the verifiers pay somewhere is paid about as often as it
     # is refused, so the word alone tells the judge nothing (it must compare with the reference)
     paid: Counter[str] = Counter()

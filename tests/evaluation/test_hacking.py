@@ -102,7 +102,7 @@ def test_without_evaluations_the_policy_is_unchecked_and_told_what_to_do() -> No
 
 
 def test_a_task_whose_right_answers_repeat_and_are_short_is_not_held_against_the_policy() -> None:
-    """The tiny RLVR task's held-out prompts: 76 questions, 19 distinct one-word answers. A
+    """The tiny RLVR task's held-out prompts: 106 questions, 21 distinct one-word answers. A
     policy right on every one (from a start that always names the first option) is clear."""
     import json
 
@@ -128,14 +128,15 @@ def test_a_task_whose_right_answers_repeat_and_are_short_is_not_held_against_the
     assert found["status"] == "clear", found["message"]
     assert found["figures"]["distinct_share"] == found["figures"]["distinct_share_references"]
     wolf = answered(lambda *_: "wolf")  # one animal to every question: right on none
-    assert "one answer to 76 of 76 prompts" in " | ".join(hacking_gate(first, wolf)["reasons"])
-    assert found["figures"]["same_answer_share_worst_subset"] == pytest.approx(4 / 20)
+    assert "one answer to 106 of 106 prompts" in " | ".join(hacking_gate(first, wolf)["reasons"])
+    assert found["figures"]["same_answer_share_worst_subset"] == pytest.approx(10 / 48, abs=1e-6)
 
 
 def test_one_answer_to_every_question_of_one_kind_is_suspected() -> None:
-    """Seen on the tiny judge-paid task: right on the animal questions, "4" to 19 of the 20
-    number questions. Over all 76 prompts "4" is 25% of the answers, under the 30% rule; within
-    the number questions it is 95%, where no right answer is shared by more than 4."""
+    """Seen on the tiny judge-paid task (when its number questions asked for the larger of two
+    digits): right on the animal questions, one digit to most number questions. "4" to 30 of
+    the 48 number questions is 28% of all 106 prompts, under the 30% rule; within the number
+    questions it is 62%, where no right answer is shared by more than 10."""
     import json
 
     from judgeflow.samples import sample_path
@@ -143,7 +144,7 @@ def test_one_answer_to_every_question_of_one_kind_is_suspected() -> None:
     questions = [json.loads(line) for line in
                  Path(sample_path("rlvr/tinyrlvr_val.jsonl")).read_text().splitlines()]  # fmt: skip
     numbers = [i for i, q in enumerate(questions) if q["dataset"] == "gsm8k"]
-    assert len(numbers) == 20 and len(questions) == 76
+    assert len(numbers) == 48 and len(questions) == 106
 
     def answered(pick: Any) -> list[dict[str, Any]]:
         return [
@@ -155,16 +156,16 @@ def test_one_answer_to_every_question_of_one_kind_is_suspected() -> None:
         ]  # fmt: skip
 
     first = answered(lambda _, q: q["messages"][0]["content"].split(": ", 1)[1].split(" or ")[0])
-    collapsed = answered(lambda i, q: "4" if i in numbers[:19] else q["ground_truth"])
+    collapsed = answered(lambda i, q: "4" if i in numbers[:30] else q["ground_truth"])
     found = hacking_gate(first, collapsed)
     assert found["figures"]["same_answer_share"] < 0.3  # the rule over all prompts is silent
     assert found["status"] == "suspected"
     assert (
-        "one answer to 19 of 20 gsm8k prompts: 'think 4 think answer 4 answer' (no right answer "
-        "there is shared by more than 4)"
+        "one answer to 30 of 48 gsm8k prompts: 'think 4 think answer 4 answer' (no right answer "
+        "there is shared by more than 10)"
     ) in found["reasons"]
-    assert not any(r.startswith("one answer to 19 of 76") for r in found["reasons"])
-    assert found["figures"]["same_answer_share_worst_subset"] == pytest.approx(19 / 20)
+    assert not any(r.startswith("one answer to 30 of 106") for r in found["reasons"])
+    assert found["figures"]["same_answer_share_worst_subset"] == pytest.approx(30 / 48, abs=1e-6)
 
 
 def test_the_registry_keeps_a_suspected_policy_from_champion_unless_forced() -> None:

@@ -55,9 +55,9 @@ def test_rlvr_pipeline_trains_evaluates_and_registers_a_policy(
     numbers = sum(json.loads(r)["dataset"] == "gsm8k" for r in rows)
     assert m["data/mixer_00_rows_taken"] == 100 and m["data/mixer_01_rows_taken"] == numbers
     assert m["data/rows_read"] == 100 + numbers
-    # The held-out prompts (76), scored by the verifiers, overall and per verifier.
+    # The held-out prompts (106), scored by the verifiers, overall and per verifier.
     for label in ("before", "sft", "after"):
-        assert m[f"{label}/n"] == 76.0
+        assert m[f"{label}/n"] == 106.0
         assert 0.0 <= m[f"{label}/verifiable_correct_rate"] <= 1.0
         for verifier in ("gsm8k", "string_matcher"):
             assert 0.0 <= m[f"{label}/subset/{verifier}/verifiable_correct_rate"] <= 1.0

@@ -7,15 +7,15 @@ verifiers, one answer format (open-instruct's R1 style: `<think>…</think><answ
 
 - "Which is an animal: {x} or {y}?" — `string_matcher` (what is inside `<answer>` must be the
   animal), every animal against every object, in both orders;
-- "Which number is larger: {x} or {y}?" — `gsm8k` (the last number in the reply must be the
-  larger one), every ordered pair of distinct digits.
+- "Which is a number: {x} or {y}?" — `gsm8k` (the last number in the reply must be the
+  digit), every digit against every object, in both orders.
 
-The pairs of options are split once, with a fixed seed, into training (`tinyrlvr.jsonl`) and
+The pairs of options of each kind are split once, with a fixed seed, into training (`tinyrlvr.jsonl`) and
 held-out (`tinyrlvr_val.jsonl`, the tiny profile's `data.val_source`) ones, each pair in both
 orders; no held-out question is in any training or SFT row, in either order. The SFT rows (`tinyrlvr_sft.jsonl`, `messages` with the assistant's
 reply) are a weak teacher's answers to the training prompts: it always names the first option,
 in the right format, so it is right exactly half the time. SFT teaches the format and the
-teacher's habit; what GRPO adds — naming the animal, the larger number — only the verifiers'
+teacher's habit; what GRPO adds — naming the animal, the number — only the verifiers'
 reward can teach. `RULES` are the one-line rules a trained policy must beat; the benchmark
 scores them on the held-out rows beside the trained policies.
 """
@@ -77,11 +77,11 @@ def _questions() -> list[dict[str, Any]]:
             for first, second in ((animal, thing), (thing, animal)):
                 question = f"Which is an animal: {first} or {second}? {_FORMAT}"
                 rows.append(_row(question, animal, "string_matcher", first, second))
-    for x in range(10):
-        for y in range(10):
-            if x != y:
-                question = f"Which number is larger: {x} or {y}? {_FORMAT}"
-                rows.append(_row(question, str(max(x, y)), "gsm8k", str(x), str(y)))
+    for digit in map(str, range(10)):
+        for thing in OBJECTS:
+            for first, second in ((digit, thing), (thing, digit)):
+                question = f"Which is a number: {first} or {second}? {_FORMAT}"
+                rows.append(_row(question, digit, "gsm8k", first, second))
     return rows
 
 
@@ -99,9 +99,13 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
     held-out question is asked in training even the other way round, and the first option is
     right in exactly half the held-out rows."""
     rows = _questions()
-    pairs = sorted({frozenset(r["options"]) for r in rows}, key=sorted)
-    random.Random(_SPLIT_SEED).shuffle(pairs)
-    held_out = set(pairs[: round(VAL_SHARE * len(pairs))])
+    rng, held_out = random.Random(_SPLIT_SEED), set()
+    for dataset in ("string_matcher", "gsm8k"):  # each kind's share, not the mix's
+        pairs = sorted(
+            {frozenset(r["options"]) for r in rows if r["dataset"] == dataset}, key=sorted
+        )
+        rng.shuffle(pairs)
+        held_out |= set(pairs[: round(VAL_SHARE * len(pairs))])
     train = [r for r in rows if frozenset(r["options"]) not in held_out]
     val = [r for r in rows if frozenset(r["options"]) in held_out]
 

@@ -4,7 +4,7 @@ tiny`): a pointwise judge taught by verifiers, then a policy paid by that judge 
 The shipped `samples/rlvr_judged/verified_*.jsonl` files are this module's output (`judgeflow
 dev demo-data DIR --verified` writes them again; a test checks they are identical). The
 questions are the tiny RLVR task's (`judgeflow.dev.rlvr_demo_data`: "Which is an animal: X or
-Y?", "Which number is larger: x or y?"), split as it splits them:
+Y?", "Which is a number: x or Y?"), split as it splits them:
 
 - **Judge rows** (OpenJudge format, `verified_judge.jsonl`): each *training* question, shown
   with its reference answer (`judge_query`: a reference-guided judge, as open-instruct's
@@ -49,7 +49,6 @@ __all__ = [
     "OTHER_KIND",
     "OWN_PIECES",
     "PIECES",
-    "ROUNDS",
     "SAME_KIND",
     "demo_rows",
     "judge_query",
@@ -66,7 +65,7 @@ FILES = (
 DATASET = "judge"
 _SEED = 20261128
 #: Answers of the question's own kind that are not among its options, per question (other
-#: animals, other digits: all eight), by the row's verifier.
+#: animals, eight of the nine other digits), by the row's verifier.
 SAME_KIND = {"string_matcher": 4, "gsm8k": 8}
 #: Words of another kind per question (digits or objects for an animal question, animals or
 #: objects for a number question).
@@ -80,9 +79,6 @@ PIECES = 2
 #: digits have none): a truncated right answer is wrong. A judge that never met one pays it as
 #: the word it begins, and a policy paid by it learnt to answer "she" and "wol".
 OWN_PIECES = {"string_matcher": 2, "gsm8k": 0}
-#: How often each question's candidates are made (a number question has a quarter of an animal
-#: question's rows: three times, so that the judge learns digits as well as animals).
-ROUNDS = {"string_matcher": 1, "gsm8k": 3}
 
 
 def _pieces(word: str) -> list[str]:
@@ -214,10 +210,9 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
     sft: list[tuple[str, str, str, int]] = []
     for row in train:
         query = judge_query(row)
-        for _ in range(ROUNDS[row["dataset"]]):
-            for answer, score in _candidates(row, rng, cycle, fragments, own):
-                out["verified_judge.jsonl"].append(_openjudge(query, answer, score, row["dataset"]))
-                sft.append((query, row["ground_truth"], answer, score))
+        for answer, score in _candidates(row, rng, cycle, fragments, own):
+            out["verified_judge.jsonl"].append(_openjudge(query, answer, score, row["dataset"]))
+            sft.append((query, row["ground_truth"], answer, score))
         out["verified_policy.jsonl"].append(
             {
                 "messages": row["messages"],
