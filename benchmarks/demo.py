@@ -231,7 +231,7 @@ _PANEL = re.compile(r"judge panel +: (.+?) \(each rollout")
 _GATE = re.compile(r"hacking gate +: (clear|suspected)(.*)")
 _CHAMPION = re.compile(
     # the policy's own line: not its SFT model's (`…-sft`, the first version of its name)
-    r"registered +: rlvr-judged-policy(?:-seed-\d+)? v\d+ (promoted|first version|already champion)"
+    rf"registered +: {JUDGED_POLICY}(?:-seed-\d+)? v\d+ (promoted|first version|already champion)"
 )
 _TRAINED_FIRST = re.compile(r"has no champion yet: training it first")
 _EXAMPLES = 6
