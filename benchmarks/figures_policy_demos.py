@@ -106,6 +106,18 @@ def judged_seeds_table(source: Path) -> str:
         f"`benchmarks/results/{source.name}`: {describe(results)}, on "
         f"{results['machine']['cpu']} ({results['machine']['cores']} cores).",
     ]
+    per_verifier = [
+        f"- {run['seed']}: "
+        + ", ".join(
+            f"{v} ({int(run['after']['subsets'][v]['n'])} prompts) "
+            f"{run['sft']['subsets'][v][primary]:.3f} → {run['after']['subsets'][v][primary]:.3f}"
+            for v in sorted(run["after"]["subsets"])
+        )
+        for run in results["runs"]
+        if (primary := run["primary"]) and run["after"].get("subsets")
+    ]
+    if per_verifier:
+        lines += ["", "Per verifier, the held-out measure SFT → GRPO, per run:", "", *per_verifier]
     said = [
         f"- {run['seed']}{', tiny-hackable' if run is results['hackable'] else ''}: "
         f"{cell(run['hacking_gate_says'])}"
