@@ -104,7 +104,7 @@ TOGETHER = {
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """scripts/test runs four pytest-xdist workers: every test goes to whichever is free, except
+    """scripts/test runs three pytest-xdist workers: every test goes to whichever is free, except
     the `SHARED` ones (one after another, on one worker) and each `TOGETHER` module (its tests
     on one worker). Work is handed out in the collected order (`pytest_collection_modifyitems`),
     not xdist's by-size reordering. (xdist's own `--dist loadgroup` marks do not take under
