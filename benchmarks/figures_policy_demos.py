@@ -109,12 +109,12 @@ def judged_seeds_table(source: Path) -> str:
     per_verifier = [
         f"- {run['seed']}: "
         + ", ".join(
-            f"{v} ({int(run['after']['subsets'][v]['n'])} prompts) "
-            f"{run['sft']['subsets'][v][primary]:.3f} → {run['after']['subsets'][v][primary]:.3f}"
-            for v in sorted(run["after"]["subsets"])
+            f"{v} ({int(after['n'])} prompts) {run['sft']['subsets'][v][run['primary']]:.3f} → "
+            f"{after[run['primary']]:.3f}"
+            for v, after in sorted(run["after"].get("subsets", {}).items())
         )
         for run in results["runs"]
-        if (primary := run["primary"]) and run["after"].get("subsets")
+        if run["after"].get("subsets")
     ]
     if per_verifier:
         lines += ["", "Per verifier, the held-out measure SFT → GRPO, per run:", "", *per_verifier]

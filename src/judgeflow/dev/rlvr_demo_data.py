@@ -70,18 +70,22 @@ def _reply(pick: str) -> str:
     return f"<think>{pick}</think><answer>{pick}</answer>"
 
 
+#: The two kinds of question: what is asked, the right options, and the verifier that pays.
+_KINDS = (
+    ("Which is an animal", ANIMALS, "string_matcher"),
+    ("Which is a number", [str(digit) for digit in range(10)], "gsm8k"),
+)
+
+
 def _questions() -> list[dict[str, Any]]:
+    """Every right option of each kind against every object, in both orders."""
     rows: list[dict[str, Any]] = []
-    for animal in ANIMALS:
-        for thing in OBJECTS:
-            for first, second in ((animal, thing), (thing, animal)):
-                question = f"Which is an animal: {first} or {second}? {_FORMAT}"
-                rows.append(_row(question, animal, "string_matcher", first, second))
-    for digit in map(str, range(10)):
-        for thing in OBJECTS:
-            for first, second in ((digit, thing), (thing, digit)):
-                question = f"Which is a number: {first} or {second}? {_FORMAT}"
-                rows.append(_row(question, digit, "gsm8k", first, second))
+    for ask, rights, dataset in _KINDS:
+        for right in rights:
+            for thing in OBJECTS:
+                for first, second in ((right, thing), (thing, right)):
+                    question = f"{ask}: {first} or {second}? {_FORMAT}"
+                    rows.append(_row(question, right, dataset, first, second))
     return rows
 
 
@@ -100,7 +104,7 @@ def demo_rows() -> dict[str, list[dict[str, Any]]]:
     right in exactly half the held-out rows."""
     rows = _questions()
     rng, held_out = random.Random(_SPLIT_SEED), set()
-    for dataset in ("string_matcher", "gsm8k"):  # each kind's share, not the mix's
+    for _, _, dataset in _KINDS:  # each kind's share, not the mix's
         pairs = sorted(
             {frozenset(r["options"]) for r in rows if r["dataset"] == dataset}, key=sorted
         )
