@@ -1,8 +1,9 @@
 """judge-grpo with its GPU stages as Slurm jobs on the dev cluster (real Prefect, MLflow, Slurm).
 
 Covers: the train stage runs as a Slurm job from the flow and its metrics reach MLflow; a train
-job killed with scancel is retried and resumes from its checkpoint; cancelling the flow run
-cancels the job; nothing is left behind.
+job killed with scancel, then its resubmission's stage process killed with SIGKILL, is retried
+each time and resumes from its checkpoint; cancelling the flow run cancels the job; nothing is
+left behind.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,29 +118,36 @@ def _stage_process(run_dir: Path) -> int:
     raise AssertionError(f"no stage process for {wanted}")
 
 
-@pytest.mark.parametrize("kill", ["scancel", "sigkill"])
-def test_killed_train_job_is_retried_and_resumes_from_its_checkpoint(
-    kill: str,
+def _checkpoints(runs: Path) -> list[int]:
+    """The steps of the train stage's checkpoints that have their trainer_state.json."""
+    found = runs.glob("*/checkpoint-*/trainer_state.json")
+    return sorted(int(p.parent.name.rsplit("-", 1)[1]) for p in found)
+
+
+def test_a_train_job_killed_twice_is_retried_and_resumes_from_its_checkpoint_each_time(
     slurm_cluster: SlurmCluster,
     prefect_server: str,
     mlflow_server: str,
     judgeflow_home: Path,
     tmp_path: Path,
 ) -> None:
-    """Killed from outside — the job cancelled, or the stage's process killed as a dying node's
-    would be — the stage is resubmitted and resumes from its newest checkpoint; the steps
-    before that checkpoint are not trained again."""
+    """Killed from outside, twice in one run — first the job cancelled (scancel), then the
+    resubmitted job's stage process killed as a dying node's would be (SIGKILL) — the stage is
+    resubmitted each time and resumes from its newest checkpoint; the steps before a checkpoint
+    it resumed from are not trained again. (One run for both kills: a Slurm pipeline costs a
+    minute and a half of the suite.)"""
     import signal
 
     from flows.judge_grpo import judge_grpo
+    from judgeflow.engines.trl.checkpoints import checkpoint_step, last_complete_checkpoint
 
     since = _now()
     overrides = _slurm_overrides(
-        mlflow_server, "grpo.max_steps=10", "grpo.save_freq=1", "evaluation.enabled=false",
+        mlflow_server, "grpo.max_steps=12", "grpo.save_freq=1", "evaluation.enabled=false",
         "cluster.retries=2",
         # A SIGKILLed process leaves its temporary files behind, as on a dying node: here they go
         # to the test's folder. Cancelled (SIGTERM), the stage removes its own.
-        *([f"cluster.env.TMPDIR={tmp_path}"] if kill == "sigkill" else []),
+        f"cluster.env.TMPDIR={tmp_path}",
     )  # fmt: skip
     outcome: dict[str, Any] = {}
 
@@ -151,34 +160,45 @@ def test_killed_train_job_is_retried_and_resumes_from_its_checkpoint(
     thread = threading.Thread(target=run_flow, daemon=True)
     thread.start()
     runs = judgeflow_home / "artifacts" / "runs"
-    state = _wait(lambda: list(runs.glob("*/checkpoint-2/trainer_state.json")), 400, "checkpoint-2")
+    _wait(lambda: 2 in _checkpoints(runs), 400, "checkpoint-2")
     first_job = _wait(lambda: _queue(slurm_cluster, "judgeflow-train"), 30, "the train job")[0]
-    if kill == "scancel":
-        slurm_cluster.run("scancel", first_job)
-    else:
-        os.kill(_stage_process(state[0].parent.parent), signal.SIGKILL)
+    slurm_cluster.run("scancel", first_job)
+
+    # The resubmitted job resumes from the newest checkpoint the cancelled one left.
+    second_job = _wait(
+        lambda: [j for j in _queue(slurm_cluster, "judgeflow-train") if j != first_job],
+        120, "the resubmitted train job",
+    )[0]  # fmt: skip
+    run_dir = next(runs.glob("*/checkpoint-2")).parent
+    first_resume = checkpoint_step(last_complete_checkpoint(run_dir))  # what a resume takes
+    assert first_resume < 10, f"the cancelled job got to checkpoint-{first_resume}: too far"
+    _wait(lambda: first_resume + 2 in _checkpoints(runs), 400, f"checkpoint-{first_resume + 2}")
+    os.kill(_stage_process(run_dir), signal.SIGKILL)
     thread.join(timeout=600)
     assert not thread.is_alive(), "the flow did not finish"
     assert "error" not in outcome, outcome.get("error")
 
     summary = outcome["summary"]
-    assert summary["global_step"] == 10
+    assert summary["global_step"] == 12
     run = MlflowClient(mlflow_server).get_run(summary["mlflow_run_id"])
-    resumed_from = run.data.tags["judgeflow.resumed_from"]
-    assert "checkpoint-" in resumed_from and int(resumed_from.rsplit("-", 1)[1]) >= 2
+    resumed_from = run.data.tags["judgeflow.resumed_from"]  # the last attempt's
+    assert "checkpoint-" in resumed_from
+    second_resume = int(resumed_from.rsplit("-", 1)[1])
+    assert second_resume >= first_resume + 2
     states = dict(_jobs(slurm_cluster, "judgeflow-train", since))
-    assert states[first_job].startswith("CANCELLED" if kill == "scancel" else "FAILED")
-    second_job = run.data.tags["judgeflow.train.job_id"]
-    assert second_job != first_job and states[second_job] == "COMPLETED"
-    # Steps after the resume point were trained once: the metric history has no step twice
-    # beyond what the kill interrupted, and it reaches the last step.
-    steps = [
+    assert states[first_job].startswith("CANCELLED")
+    assert states[second_job].startswith("FAILED")
+    third_job = run.data.tags["judgeflow.train.job_id"]
+    assert third_job not in (first_job, second_job) and states[third_job] == "COMPLETED"
+    # Steps up to the first resume point were trained once; the steps each kill interrupted
+    # at most twice (by the killed attempt, then by the one that resumed); every step was.
+    steps = Counter(
         m.step
         for m in MlflowClient(mlflow_server).get_metric_history(run.info.run_id, "train/loss")
-    ]
-    assert max(steps) == 10
-    checkpoint = int(resumed_from.rsplit("-", 1)[1])
-    assert sorted(s for s in steps if s <= checkpoint) == list(range(1, checkpoint + 1))  # once
+    )
+    assert sorted(steps) == list(range(1, 13))
+    assert all(steps[s] == 1 for s in range(1, first_resume + 1)), steps
+    assert all(steps[s] <= 2 for s in steps), steps
 
 
 SERVE = """
