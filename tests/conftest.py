@@ -124,27 +124,29 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     return SharedRunTogether(config, log)
 
 
-_TIMELINE: dict[str, str] = {}
+class Timeline:
+    """With `TEST_TIMELINE=FILE`, each test phase's worker, start and stop as a JSON line of
+    FILE, written where every report arrives (xdist's controller, or the one process):
+    `benchmarks/suite_timeline.py FILE` says where the suite's time went."""
+
+    def __init__(self, path: str) -> None:
+        self.out = open(path, "a", encoding="utf-8")  # noqa: SIM115 (closed at unconfigure)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        node = getattr(report, "node", None)  # on xdist's controller: the worker that ran it
+        line = {"worker": node.gateway.id if node is not None else "main", "test": report.nodeid,
+                "when": report.when, "start": report.start, "stop": report.stop,
+                "outcome": report.outcome}  # fmt: skip
+        self.out.write(json.dumps(line) + "\n")
+        self.out.flush()
+
+    def pytest_unconfigure(self) -> None:
+        self.out.close()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get("TEST_TIMELINE") and not hasattr(config, "workerinput"):  # not a worker
-        _TIMELINE["path"] = os.environ["TEST_TIMELINE"]
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """With `TEST_TIMELINE=FILE`, each test phase's worker, start and stop as a JSON line of
-    FILE, written where every report arrives (xdist's controller, or the one process):
-    `benchmarks/suite_timeline.py FILE` says where the suite's time went."""
-    path = _TIMELINE.get("path")
-    if path is None:
-        return
-    node = getattr(report, "node", None)  # on xdist's controller: the worker that ran it
-    worker = node.gateway.id if node is not None else "main"
-    line = {"worker": worker, "test": report.nodeid, "when": report.when,
-            "start": report.start, "stop": report.stop, "outcome": report.outcome}  # fmt: skip
-    with open(path, "a", encoding="utf-8") as out:
-        out.write(json.dumps(line) + "\n")
+        config.pluginmanager.register(Timeline(os.environ["TEST_TIMELINE"]), "timeline")
 
 
 @pytest.fixture(scope="session", autouse=True)
