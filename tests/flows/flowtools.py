@@ -5,8 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from waits import HANG_GUARD_S
 
 SAMPLES = Path(__file__).resolve().parents[2] / "src" / "judgeflow" / "samples"
 
@@ -25,6 +29,15 @@ def task_runs(flow_run_id: str) -> list[Any]:
             )
 
     return asyncio.run(read())
+
+
+def task_runs_once(flow_run_id: str, recorded: Callable[[list[Any]], bool]) -> list[Any]:
+    """The flow run's task runs once `recorded(runs)` holds: Prefect's client sends task-run
+    states in the background, so a read right after the flow returns can miss the last ones."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while not recorded(runs := task_runs(flow_run_id)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return runs
 
 
 def stage_states(flow_run_id: str) -> dict[str, str]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import psutil
 import pytest
-from flowtools import task_runs
+from flowtools import task_runs_once
 from sessions import of_this_session
 
 from judgeflow.data import prepare_grrm_rl
@@ -90,8 +90,15 @@ def test_sharded_flow_on_local_ray_writes_the_single_process_bytes(
         "rl_train.report.json",
     ]  # the shards' files are gone
 
-    runs = task_runs(str(state.state_details.flow_run_id))
-    shard_runs = sorted(r.name for r in runs if r.name.startswith("prepare-grrm-rl-shard"))
+    def shard_names(runs: list[Any]) -> list[str]:
+        return sorted(r.name for r in runs if r.name.startswith("prepare-grrm-rl-shard"))
+
+    def all_recorded(runs: list[Any]) -> bool:
+        final = all(r.state is not None and r.state.is_final() for r in runs)
+        return len(shard_names(runs)) == 3 and final
+
+    runs = task_runs_once(str(state.state_details.flow_run_id), all_recorded)
+    shard_runs = shard_names(runs)
     assert shard_runs == [f"prepare-grrm-rl-shard[{i}]" for i in range(3)]
     assert all(r.state is not None and r.state.is_completed() for r in runs)
 

@@ -65,6 +65,9 @@ TEMP_PREFIX = "jf-ray-"  # per-job temp dirs: jf-ray-<job>-<rank>-<random>
 DONE_FILE = "done"
 TOKEN_FILE = "auth_token"
 _POLL_S = 0.1
+# How long the head's own GCS may take to listen: `ray start --head` on a busy node can take
+# longer than the wait for the other nodes (--ready-timeout), which a test or a user may set short.
+_HEAD_START_S = 120.0
 # How often a worker rank tries `ray start --address` before it gives up.
 _JOIN_ATTEMPTS = 3
 # Ray's minimum object store size (75 MiB); used when the caller asks for the smallest.
@@ -331,7 +334,9 @@ def _start_head(
         owns_temp=False,
     )
     try:
-        _wait_for("head GCS", lambda: _tcp_open(address), ready_timeout_s, alive)
+        _wait_for(
+            "head GCS", lambda: _tcp_open(address), max(ready_timeout_s, _HEAD_START_S), alive
+        )
         info = HeadInfo(address, token_path, f"http://{ip}:{dash}" if dashboard else None)
         atomic_write_text(alloc.rendezvous_dir / HEAD_FILE, info.to_json())
         node.log(f"[ray-bootstrap] head at {address}; waiting for {alloc.world} node(s)")
@@ -550,7 +555,12 @@ def _parser() -> argparse.ArgumentParser:
         default=os.environ.get("JUDGEFLOW_RENDEZVOUS_ROOT", str(Path.cwd() / ".jf-rendezvous")),
         help="directory on the shared filesystem; one subdirectory per job step",
     )
-    p.add_argument("--ready-timeout", type=float, default=120.0, help="seconds to wait for nodes")
+    p.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=120.0,
+        help="seconds to wait for the other nodes (the head's own start may take up to 120 s)",
+    )
     p.add_argument("--num-cpus", type=int, default=None, help="CPUs per node Ray may use")
     p.add_argument("--num-gpus", type=int, default=None, help="GPUs per node Ray may use")
     p.add_argument(
