@@ -80,30 +80,6 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def test_train_and_evaluate_run_as_slurm_jobs_and_metrics_reach_mlflow(
-    slurm_cluster: SlurmCluster, prefect_server: str, mlflow_server: str, judgeflow_home: Path
-) -> None:
-    from flows.judge_grpo import judge_grpo
-
-    since = _now()
-    summary = judge_grpo(
-        mode="pointwise", profile="tiny", overrides=_slurm_overrides(mlflow_server)
-    )
-
-    run = MlflowClient(mlflow_server).get_run(summary["mlflow_run_id"])
-    job_id = run.data.tags["judgeflow.train.job_id"]
-    assert (job_id, "COMPLETED") in _jobs(slurm_cluster, "judgeflow-train", since)
-    evaluations = _jobs(slurm_cluster, "judgeflow-evaluate-before", since) + _jobs(
-        slurm_cluster, "judgeflow-evaluate-after", since
-    )
-    assert [state for _, state in evaluations] == ["COMPLETED", "COMPLETED"]
-    history = MlflowClient(mlflow_server).get_metric_history(run.info.run_id, "train/reward_mean")
-    assert [m.step for m in history] == [1, 2, 3, 4]  # logged from inside the Slurm job
-    assert "after/exact_match" in run.data.metrics
-    assert Path(summary["checkpoint"], "model.safetensors").is_file()
-    assert _queue(slurm_cluster, "judgeflow-train") == []
-
-
 def _stage_process(run_dir: Path) -> int:
     """The PID of the train stage's command (`python -m judgeflow.stages.jobs …/train/input.json`)."""
     wanted = f"{run_dir.name}/train/input.json"
@@ -124,18 +100,19 @@ def _checkpoints(runs: Path) -> list[int]:
     return sorted(int(p.parent.name.rsplit("-", 1)[1]) for p in found)
 
 
-def test_a_train_job_killed_twice_is_retried_and_resumes_from_its_checkpoint_each_time(
+def test_stages_run_as_slurm_jobs_and_a_train_job_killed_twice_resumes_from_its_checkpoints(
     slurm_cluster: SlurmCluster,
     prefect_server: str,
     mlflow_server: str,
     judgeflow_home: Path,
     tmp_path: Path,
 ) -> None:
-    """Killed from outside, twice in one run — first the job cancelled (scancel), then the
-    resubmitted job's stage process killed as a dying node's would be (SIGKILL) — the stage is
-    resubmitted each time and resumes from its newest checkpoint; the steps before a checkpoint
-    it resumed from are not trained again. (One run for both kills: a Slurm pipeline costs a
-    minute and a half of the suite.)"""
+    """A judge pipeline on Slurm: the evaluations and the train stage run as Slurm jobs and log
+    to MLflow from inside them. Its train job is killed from outside twice — first cancelled
+    (scancel), then the resubmitted job's stage process killed as a dying node's would be
+    (SIGKILL) — and the stage is resubmitted each time and resumes from its newest checkpoint;
+    the steps before a checkpoint it resumed from are not trained again. (One run for all of
+    it: a Slurm pipeline costs a minute and a half of the suite.)"""
     import signal
 
     from flows.judge_grpo import judge_grpo
@@ -143,8 +120,7 @@ def test_a_train_job_killed_twice_is_retried_and_resumes_from_its_checkpoint_eac
 
     since = _now()
     overrides = _slurm_overrides(
-        mlflow_server, "grpo.max_steps=12", "grpo.save_freq=1", "evaluation.enabled=false",
-        "cluster.retries=2",
+        mlflow_server, "grpo.max_steps=12", "grpo.save_freq=1", "cluster.retries=2",
         # A SIGKILLed process leaves its temporary files behind, as on a dying node: here they go
         # to the test's folder. Cancelled (SIGTERM), the stage removes its own.
         f"cluster.env.TMPDIR={tmp_path}",
@@ -190,11 +166,19 @@ def test_a_train_job_killed_twice_is_retried_and_resumes_from_its_checkpoint_eac
     assert states[second_job].startswith("FAILED")
     third_job = run.data.tags["judgeflow.train.job_id"]
     assert third_job not in (first_job, second_job) and states[third_job] == "COMPLETED"
+    assert _queue(slurm_cluster, "judgeflow-train") == []
+    # The evaluations ran as Slurm jobs too, and the judge it trained was saved and measured.
+    evaluations = _jobs(slurm_cluster, "judgeflow-evaluate-before", since) + _jobs(
+        slurm_cluster, "judgeflow-evaluate-after", since
+    )
+    assert [state for _, state in evaluations] == ["COMPLETED", "COMPLETED"]
+    assert "after/exact_match" in run.data.metrics
+    assert Path(summary["checkpoint"], "model.safetensors").is_file()
     # No attempt trained a step at or before the checkpoint it resumed from: the steps up to
     # the first resume point were trained once (by the first job), and so were those from two
     # past it (the cancelled job got at most one further) to the second (by the second job);
     # a step a kill interrupted, at most twice; every step was.
-    steps = Counter(
+    steps = Counter(  # logged from inside the Slurm jobs
         m.step
         for m in MlflowClient(mlflow_server).get_metric_history(run.info.run_id, "train/loss")
     )

@@ -108,7 +108,7 @@ SWITCHES: dict[str, tuple[str, list[str]]] = {
     "cluster.retries": (
         "task retries of a killed stage",
         [
-            "tests/cluster/test_judge_grpo_on_slurm.py::test_a_train_job_killed_twice_is_retried_and_resumes_from_its_checkpoint_each_time",
+            "tests/cluster/test_judge_grpo_on_slurm.py::test_stages_run_as_slurm_jobs_and_a_train_job_killed_twice_resumes_from_its_checkpoints",
             "tests/flows/test_cache_keys.py::test_cluster_retries_and_retry_delay_s_reach_the_job_stages",
         ],
     ),
