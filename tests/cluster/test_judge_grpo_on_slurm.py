@@ -39,7 +39,6 @@ def _slurm_overrides(mlflow_server: str, *extra: str) -> list[str]:
         "cluster.poll_s=1",
         "cluster.retry_delay_s=1",
         "sft.enabled=false",  # the SFT stage as a job: tests/flows/test_grrm_flow.py
-        "grpo.max_steps=4",
         *extra,
     ]
 

@@ -31,7 +31,7 @@ def task_runs(flow_run_id: str) -> list[Any]:
     return asyncio.run(read())
 
 
-def task_runs_once(flow_run_id: str, recorded: Callable[[list[Any]], bool]) -> list[Any]:
+def task_runs_when(flow_run_id: str, recorded: Callable[[list[Any]], bool]) -> list[Any]:
     """The flow run's task runs once `recorded(runs)` holds: Prefect's client sends task-run
     states in the background, so a read right after the flow returns can miss the last ones."""
     deadline = time.monotonic() + HANG_GUARD_S

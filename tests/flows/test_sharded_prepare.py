@@ -14,7 +14,7 @@ from typing import Any
 
 import psutil
 import pytest
-from flowtools import task_runs_once
+from flowtools import task_runs_when
 from sessions import of_this_session
 
 from judgeflow.data import prepare_grrm_rl
@@ -97,7 +97,7 @@ def test_sharded_flow_on_local_ray_writes_the_single_process_bytes(
         final = all(r.state is not None and r.state.is_final() for r in runs)
         return len(shard_names(runs)) == 3 and final
 
-    runs = task_runs_once(str(state.state_details.flow_run_id), all_recorded)
+    runs = task_runs_when(str(state.state_details.flow_run_id), all_recorded)
     shard_runs = shard_names(runs)
     assert shard_runs == [f"prepare-grrm-rl-shard[{i}]" for i in range(3)]
     assert all(r.state is not None and r.state.is_completed() for r in runs)

@@ -559,7 +559,7 @@ def _parser() -> argparse.ArgumentParser:
         "--ready-timeout",
         type=float,
         default=120.0,
-        help="seconds to wait for the other nodes (the head's own start may take up to 120 s)",
+        help=f"seconds to wait for the other nodes (the head's own start: up to {_HEAD_START_S:.0f} s)",
     )
     p.add_argument("--num-cpus", type=int, default=None, help="CPUs per node Ray may use")
     p.add_argument("--num-gpus", type=int, default=None, help="GPUs per node Ray may use")
